@@ -1,0 +1,73 @@
+"""The FastAPI application: opens the store, the LLM and the in-process worker at start-up and
+closes them at shutdown; each router is one resource of the contract."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from fastapi import FastAPI
+
+from engram import __version__
+from engram.api import banks, documents, health, memories, operations
+from engram.api.errors import install_error_handlers
+from engram.services import Services
+from engram.settings import Settings
+
+log = logging.getLogger("engram.api")
+
+
+def _warm_models() -> None:
+    """Load the embedding model in the background so the first retain or recall does not wait."""
+    from engram.models.embedder import embed_query
+
+    try:
+        embed_query("warm-up")
+    except Exception:  # a broken model shows up on first real use with its own error
+        log.exception("embedding model failed to load")
+
+
+async def open_services(settings: Settings) -> Services:
+    from engram.llm import from_settings
+    from engram.store.pool import open_store
+
+    store = await open_store(settings)
+    return Services(settings=settings, store=store, llm=from_settings(settings))
+
+
+async def close_services(svc: Services) -> None:
+    if svc.llm is not None:
+        await svc.llm.aclose()
+    await svc.store.close()
+
+
+def create_app(settings: Settings | None = None) -> FastAPI:
+    settings = settings or Settings.from_env()
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        svc = await open_services(settings)
+        app.state.services = svc
+        threading.Thread(target=_warm_models, name="warm-models", daemon=True).start()
+        worker = None
+        if settings.worker_enabled:
+            from engram.worker.runner import Worker
+
+            worker = Worker(svc)
+            await worker.start()
+        app.state.worker = worker
+        try:
+            yield
+        finally:
+            if worker is not None:
+                await worker.stop()
+            await asyncio.shield(close_services(svc))
+
+    app = FastAPI(title="Engram", version=__version__, lifespan=lifespan)
+    install_error_handlers(app)
+    for module in (health, banks, memories, documents, operations):
+        app.include_router(module.router)
+    return app

@@ -1,0 +1,183 @@
+"""Banks: profiles, listing, config overrides and stats."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter, Body, Depends, Query
+
+from engram.api.deps import require_bank, services
+from engram.bank_config import resolve_config, validate_updates
+from engram.errors import BankNotFound
+from engram.recall.rows import iso
+from engram.services import Services
+from engram.store import banks as store
+from engram.types import (
+    BankConfigResponse,
+    BankConfigUpdate,
+    BankListItem,
+    BankListResponse,
+    BankProfileResponse,
+    CreateBankRequest,
+    DeleteResponse,
+    DispositionTraits,
+)
+
+router = APIRouter(prefix="/v1/default/banks", tags=["Banks"])
+
+PROFILE_FIELDS = {"name", "mission", "background", "disposition"}
+
+
+def _disposition(config: dict[str, Any]) -> DispositionTraits:
+    return DispositionTraits(
+        skepticism=config["disposition_skepticism"],
+        literalism=config["disposition_literalism"],
+        empathy=config["disposition_empathy"],
+    )
+
+
+def _config_updates(body: CreateBankRequest) -> dict[str, Any]:
+    """The request's config-like fields (everything but the profile) as config overrides."""
+    updates = {
+        key: value
+        for key, value in body.model_dump(exclude_none=True).items()
+        if key not in PROFILE_FIELDS
+    }
+    if body.disposition is not None:
+        updates.update({f"disposition_{trait}": value for trait, value in body.disposition.model_dump().items()})
+    return validate_updates(updates)
+
+
+async def _profile(svc: Services, bank_id: str) -> BankProfileResponse:
+    row = await store.get_bank(svc.pool, bank_id)
+    if row is None:
+        raise BankNotFound(bank_id)
+    config = resolve_config(svc.settings.bank_defaults, row["config"])
+    return BankProfileResponse(
+        bank_id=bank_id,
+        name=row["name"] or bank_id,
+        disposition=_disposition(config),
+        mission=row["mission"] or config.get("reflect_mission") or "",
+        background=row["background"],
+    )
+
+
+@router.get("", response_model=BankListResponse)
+async def list_banks(
+    q: str | None = None,
+    limit: int = Query(100, ge=1, le=1000),
+    offset: int = Query(0, ge=0),
+    svc: Services = Depends(services),
+) -> BankListResponse:
+    rows, total = await store.list_banks(svc.pool, q=q, limit=limit, offset=offset)
+    items = []
+    for row in rows:
+        config = resolve_config(svc.settings.bank_defaults, row["config"])
+        items.append(
+            BankListItem(
+                bank_id=row["bank_id"],
+                name=row["name"],
+                disposition=_disposition(config),
+                mission=row["mission"] or config.get("reflect_mission"),
+                created_at=iso(row["created_at"]),
+                updated_at=iso(row["updated_at"]),
+                fact_count=row["fact_count"],
+                last_document_at=iso(row["last_document_at"]),
+                last_write_at=iso(row["last_write_at"]),
+            )
+        )
+    return BankListResponse(banks=items, total=total, limit=limit, offset=offset)
+
+
+@router.put("/{bank_id}", response_model=BankProfileResponse)
+@router.patch("/{bank_id}", response_model=BankProfileResponse)
+async def create_or_update_bank(
+    bank_id: str, body: CreateBankRequest = Body(default_factory=CreateBankRequest), svc: Services = Depends(services)
+) -> BankProfileResponse:
+    await store.upsert_bank(
+        svc.pool,
+        bank_id,
+        name=body.name,
+        mission=body.mission,
+        background=body.background,
+        config_updates=_config_updates(body),
+    )
+    return await _profile(svc, bank_id)
+
+
+@router.get("/{bank_id}/profile", response_model=BankProfileResponse, include_in_schema=False)
+async def get_profile(bank_id: str, svc: Services = Depends(services)) -> BankProfileResponse:
+    return await _profile(svc, bank_id)
+
+
+@router.delete("/{bank_id}", response_model=DeleteResponse)
+async def delete_bank(bank_id: str, svc: Services = Depends(services)) -> DeleteResponse:
+    if not await store.delete_bank(svc.pool, bank_id):
+        raise BankNotFound(bank_id)
+    return DeleteResponse(success=True, message=f"bank '{bank_id}' deleted")
+
+
+async def _config_response(svc: Services, bank_id: str) -> BankConfigResponse:
+    row = await store.get_bank(svc.pool, bank_id)
+    if row is None:
+        raise BankNotFound(bank_id)
+    overrides = row["config"] or {}
+    return BankConfigResponse(
+        bank_id=bank_id, config=resolve_config(svc.settings.bank_defaults, overrides), overrides=overrides
+    )
+
+
+@router.get("/{bank_id}/config", response_model=BankConfigResponse)
+async def get_config(bank_id: str, svc: Services = Depends(services)) -> BankConfigResponse:
+    return await _config_response(svc, bank_id)
+
+
+@router.patch("/{bank_id}/config", response_model=BankConfigResponse)
+async def update_config(bank_id: str, body: BankConfigUpdate, svc: Services = Depends(services)) -> BankConfigResponse:
+    updates = validate_updates(body.updates)
+    await store.ensure_bank(svc.pool, bank_id)
+    row = await store.get_bank(svc.pool, bank_id)
+    overrides = {**(row["config"] or {}), **updates}
+    # A null value removes the override, so the setting falls back to the environment's.
+    overrides = {key: value for key, value in overrides.items() if value is not None}
+    await store.set_config_overrides(svc.pool, bank_id, overrides)
+    return await _config_response(svc, bank_id)
+
+
+@router.delete("/{bank_id}/config", response_model=BankConfigResponse)
+async def reset_config(bank_id: str, svc: Services = Depends(services)) -> BankConfigResponse:
+    await require_bank(svc, bank_id)
+    await store.set_config_overrides(svc.pool, bank_id, {})
+    return await _config_response(svc, bank_id)
+
+
+@router.get("/{bank_id}/stats")
+async def get_stats(bank_id: str, refresh: bool = False, svc: Services = Depends(services)) -> dict[str, Any]:
+    await require_bank(svc, bank_id)
+    stats = await store.bank_stats(svc.pool, bank_id)
+    by_type = dict(stats["by_type"])
+    ops = dict(stats["ops"])
+    breakdown: dict[str, dict[str, int]] = {}
+    by_fact_type_links: dict[str, int] = {}
+    for key, count in stats["breakdown"].items():
+        fact_type, link_type = key.split("/", 1)
+        breakdown.setdefault(fact_type, {})[link_type] = count
+        by_fact_type_links[fact_type] = by_fact_type_links.get(fact_type, 0) + count
+    return {
+        "bank_id": bank_id,
+        "total_nodes": sum(by_type.values()),
+        "total_links": sum(stats["by_link"].values()),
+        "total_documents": stats["documents"],
+        "nodes_by_fact_type": by_type,
+        "links_by_link_type": dict(stats["by_link"]),
+        "links_by_fact_type": by_fact_type_links,
+        "links_breakdown": breakdown,
+        "pending_operations": ops.get("pending", 0) + ops.get("processing", 0),
+        "failed_operations": ops.get("failed", 0),
+        "operations_by_status": ops,
+        "last_consolidated_at": iso(stats["last_consolidated_at"]),
+        "last_memory_write_at": iso(stats["last_write_at"]),
+        "pending_consolidation": stats["pending_consolidation"],
+        "failed_consolidation": stats["failed_consolidation"],
+        "total_observations": by_type.get("observation", 0),
+    }

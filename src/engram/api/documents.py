@@ -1,0 +1,94 @@
+"""Documents (what was retained, as sent) and their chunks."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter, Depends, Query
+
+from engram.api.deps import require_bank, services
+from engram.errors import InvalidInput, NotFound
+from engram.recall.rows import iso
+from engram.services import Services
+from engram.store import documents as store
+
+router = APIRouter(prefix="/v1/default", tags=["Documents"])
+
+
+def _chunk(row: Any) -> dict[str, Any]:
+    return {
+        "chunk_id": row["id"],
+        "document_id": row["document_id"],
+        "bank_id": row["bank_id"],
+        "chunk_index": row["chunk_index"],
+        "chunk_text": row["chunk_text"],
+        "created_at": iso(row["created_at"]),
+    }
+
+
+@router.get("/banks/{bank_id}/documents")
+async def list_documents(
+    bank_id: str,
+    q: str | None = None,
+    tags: list[str] | None = Query(None),
+    tags_match: str = "any_strict",
+    limit: int = Query(100, ge=1, le=1000),
+    offset: int = Query(0, ge=0),
+    svc: Services = Depends(services),
+) -> dict[str, Any]:
+    await require_bank(svc, bank_id)
+    if tags_match not in ("any", "all", "any_strict", "all_strict", "exact"):
+        raise InvalidInput("tags_match", "must be one of any, all, any_strict, all_strict, exact")
+    rows, total = await store.list_documents(
+        svc.pool, bank_id, q=q, tags=tags, tags_match=tags_match, limit=limit, offset=offset
+    )
+    items = [
+        {
+            "id": r["id"], "bank_id": r["bank_id"], "content_hash": r["content_hash"],
+            "created_at": iso(r["created_at"]), "updated_at": iso(r["updated_at"]),
+            "text_length": r["text_length"], "memory_unit_count": r["memory_unit_count"],
+            "retain_params": r["retain_params"], "document_metadata": r["metadata"], "tags": list(r["tags"]),
+        }
+        for r in rows
+    ]
+    return {"items": items, "total": total, "limit": limit, "offset": offset}
+
+
+@router.get("/banks/{bank_id}/documents/{document_id}")
+async def get_document(bank_id: str, document_id: str, svc: Services = Depends(services)) -> dict[str, Any]:
+    row = await store.get_document(svc.pool, bank_id, document_id)
+    if row is None:
+        raise NotFound(f"document '{document_id}' not found in bank '{bank_id}'")
+    return {
+        "id": row["id"], "bank_id": bank_id, "original_text": row["original_text"],
+        "content_hash": row["content_hash"], "created_at": iso(row["created_at"]),
+        "updated_at": iso(row["updated_at"]), "memory_unit_count": row["memory_unit_count"],
+        "nodes_by_fact_type": row["by_type"], "tags": list(row["tags"]), "document_metadata": row["metadata"],
+        "retain_params": row["retain_params"], "observation_scopes": row["observation_scopes"],
+    }
+
+
+@router.delete("/banks/{bank_id}/documents/{document_id}")
+async def delete_document(bank_id: str, document_id: str, svc: Services = Depends(services)) -> dict[str, Any]:
+    deleted = await store.delete_document(svc.pool, bank_id, document_id)
+    if deleted is None:
+        raise NotFound(f"document '{document_id}' not found in bank '{bank_id}'")
+    return {"success": True, "message": f"document '{document_id}' deleted", "document_id": document_id,
+            "memory_units_deleted": deleted}
+
+
+@router.get("/banks/{bank_id}/documents/{document_id}/chunks")
+async def list_chunks(
+    bank_id: str, document_id: str, limit: int = Query(100, ge=1, le=1000), offset: int = Query(0, ge=0),
+    svc: Services = Depends(services),
+) -> dict[str, Any]:
+    rows, total = await store.list_chunks(svc.pool, bank_id, document_id, limit=limit, offset=offset)
+    return {"items": [_chunk(r) for r in rows], "total": total, "limit": limit, "offset": offset}
+
+
+@router.get("/chunks/{chunk_id}")
+async def get_chunk(chunk_id: str, svc: Services = Depends(services)) -> dict[str, Any]:
+    row = await store.get_chunk(svc.pool, chunk_id)
+    if row is None:
+        raise NotFound(f"chunk '{chunk_id}' not found")
+    return _chunk(row)

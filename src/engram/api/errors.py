@@ -1,0 +1,28 @@
+"""Maps Engram's errors to HTTP answers: the status of the error class and a message naming what to fix."""
+
+from __future__ import annotations
+
+import logging
+
+from fastapi import FastAPI, Request
+from fastapi.responses import JSONResponse
+
+from engram.errors import EngramError, InvalidInput
+
+log = logging.getLogger("engram.api")
+
+
+def install_error_handlers(app: FastAPI) -> None:
+    @app.exception_handler(EngramError)
+    async def engram_error(_: Request, exc: EngramError) -> JSONResponse:
+        if exc.status >= 500:
+            log.warning("%s: %s", type(exc).__name__, exc.message)
+        body: dict[str, object] = {"detail": exc.message, "error": type(exc).__name__}
+        if isinstance(exc, InvalidInput):
+            body["field"] = exc.field
+        return JSONResponse(status_code=exc.status, content=body)
+
+    @app.exception_handler(Exception)
+    async def unexpected_error(_: Request, exc: Exception) -> JSONResponse:
+        log.exception("unhandled error")
+        return JSONResponse(status_code=500, content={"detail": f"internal error: {type(exc).__name__}: {exc}"})

@@ -1,0 +1,144 @@
+"""Memories: retain, recall, listing, one memory, clearing a bank, tags."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from fastapi import APIRouter, Depends, Query, Request
+
+from engram.api.deps import parse_uuid, require_bank, services
+from engram.errors import InvalidInput, NotFound
+from engram.recall.pipeline import recall
+from engram.retain.pipeline import retain_items
+from engram.retain.prepare import prepare_items
+from engram.services import Services
+from engram.store import memories as store
+from engram.store import operations as ops
+from engram.store.banks import ensure_bank
+from engram.types import (
+    DeleteResponse,
+    RecallRequest,
+    RecallResponse,
+    RetainRequest,
+    RetainResponse,
+    TokenUsage,
+)
+
+router = APIRouter(prefix="/v1/default/banks/{bank_id}", tags=["Memory"])
+
+
+@router.post("/memories", response_model=RetainResponse, response_model_by_alias=True)
+async def retain(bank_id: str, body: RetainRequest, request: Request, svc: Services = Depends(services)) -> RetainResponse:
+    prepared = prepare_items(body.items, body.document_tags)  # validate before accepting anything
+    if body.async_:
+        operation_id = parse_uuid(body.operation_id, "operation_id", missing_is_404=False) if body.operation_id else None
+        await ensure_bank(svc.pool, bank_id)
+        payload = {
+            "items": [item.model_dump(mode="json", exclude_none=True) for item in body.items],
+            "document_tags": body.document_tags,
+        }
+        op_id, _ = await ops.enqueue(
+            svc.pool, bank_id, "retain", payload, operation_id=operation_id, items_count=len(body.items),
+            document_id=prepared[0].document_id if len(prepared) == 1 else None,
+        )
+        worker = getattr(request.app.state, "worker", None)
+        if worker is not None:
+            worker.wake()
+        return RetainResponse(
+            success=True, bank_id=bank_id, items_count=len(body.items), async_=True,
+            operation_id=str(op_id), operation_ids=[str(op_id)],
+        )
+    outcome = await retain_items(svc, bank_id, prepared)
+    usage = TokenUsage(
+        input_tokens=outcome.usage.input_tokens,
+        output_tokens=outcome.usage.output_tokens,
+        total_tokens=outcome.usage.input_tokens + outcome.usage.output_tokens,
+    )
+    return RetainResponse(success=True, bank_id=bank_id, items_count=outcome.items_count, async_=False, usage=usage)
+
+
+@router.post("/memories/recall", response_model=RecallResponse, response_model_exclude_none=True)
+async def recall_memories(bank_id: str, body: RecallRequest, svc: Services = Depends(services)) -> RecallResponse:
+    if not body.query.strip():
+        raise InvalidInput("query", "must not be empty")
+    return await recall(svc, bank_id, body)
+
+
+@router.get("/memories/list")
+async def list_memories(
+    bank_id: str,
+    type: str | None = None,
+    q: str | None = None,
+    document_id: str | None = None,
+    entity_id: str | None = None,
+    tags: list[str] | None = Query(None),
+    tags_match: str = "any",
+    consolidation_state: str | None = None,
+    state: str | None = None,
+    time_field: str | None = None,
+    start_date: str | None = None,
+    end_date: str | None = None,
+    limit: int = Query(100, ge=1, le=1000),
+    offset: int = Query(0, ge=0),
+    svc: Services = Depends(services),
+) -> dict[str, Any]:
+    await require_bank(svc, bank_id)
+    if tags_match not in ("any", "all", "any_strict", "all_strict", "exact"):
+        raise InvalidInput("tags_match", "must be one of any, all, any_strict, all_strict, exact")
+    if type is not None and type not in ("world", "experience", "observation"):
+        raise InvalidInput("type", "must be one of world, experience, observation")
+    filters = store.ListFilters(
+        fact_type=type, q=q, document_id=document_id,
+        entity_id=parse_uuid(entity_id, "entity_id", missing_is_404=False) if entity_id else None,
+        tags=tags, tags_match=tags_match, consolidation_state=consolidation_state, state=state,
+        time_field=time_field, start_date=_date(start_date, "start_date"), end_date=_date(end_date, "end_date"),
+    )
+    rows, total = await store.list_units(svc.pool, bank_id, filters, limit=limit, offset=offset)
+    return {"items": [store.list_item(row) for row in rows], "total": total, "limit": limit, "offset": offset}
+
+
+def _date(value: str | None, field: str) -> Any:
+    if value is None:
+        return None
+    from engram.models.dates import parse_timestamp
+
+    parsed = parse_timestamp(value)
+    if parsed is None:
+        raise InvalidInput(field, f"not a date: {value!r}")
+    return parsed
+
+
+@router.get("/memories/{memory_id}")
+async def get_memory(bank_id: str, memory_id: str, svc: Services = Depends(services)) -> dict[str, Any]:
+    row = await store.get_unit(svc.pool, bank_id, parse_uuid(memory_id, "memory"))
+    if row is None:
+        raise NotFound(f"memory '{memory_id}' not found in bank '{bank_id}'")
+    return store.detail_item(row)
+
+
+@router.delete("/memories", response_model=DeleteResponse)
+async def clear_memories(bank_id: str, type: str | None = None, svc: Services = Depends(services)) -> DeleteResponse:
+    await require_bank(svc, bank_id)
+    if type is not None and type not in ("world", "experience", "observation"):
+        raise InvalidInput("type", "must be one of world, experience, observation")
+    deleted = await store.clear_units(svc.pool, bank_id, type)
+    return DeleteResponse(success=True, message=f"deleted {deleted} memories", deleted_count=deleted)
+
+
+@router.get("/tags")
+async def list_tags(
+    bank_id: str,
+    q: str | None = None,
+    source: str = "memories",
+    limit: int = Query(100, ge=1, le=1000),
+    offset: int = Query(0, ge=0),
+    svc: Services = Depends(services),
+) -> dict[str, Any]:
+    await require_bank(svc, bank_id)
+    rows, total = await store.list_tags(svc.pool, bank_id, q=q, source=source, limit=limit, offset=offset)
+    return {"items": [{"tag": r["tag"], "count": r["count"]} for r in rows], "total": total,
+            "limit": limit, "offset": offset}
+
+
+__all__ = ["router", "uuid"]

@@ -1,0 +1,65 @@
+"""Errors a user can act on. The API maps each class to an HTTP status; the message says what to fix."""
+
+from __future__ import annotations
+
+
+class EngramError(Exception):
+    """Base class. `status` is the HTTP status the API answers with."""
+
+    status = 500
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+class NotFound(EngramError):
+    status = 404
+
+
+class BankNotFound(NotFound):
+    def __init__(self, bank_id: str) -> None:
+        super().__init__(f"bank '{bank_id}' not found")
+        self.bank_id = bank_id
+
+
+class InvalidInput(EngramError):
+    """Bad request data; `field` names the offending field so the caller can fix it."""
+
+    status = 400
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(f"{field}: {message}")
+        self.field = field
+
+
+class PayloadTooLarge(InvalidInput):
+    status = 413
+
+
+class Conflict(EngramError):
+    status = 409
+
+
+class LLMNotConfigured(EngramError):
+    """A feature needs an LLM and none is configured."""
+
+    status = 400
+
+    def __init__(self, feature: str) -> None:
+        super().__init__(
+            f"{feature} needs an LLM: set ENGRAM_LLM_PROVIDER (or HINDSIGHT_API_LLM_PROVIDER) and its "
+            "ENGRAM_LLM_API_KEY / ENGRAM_LLM_MODEL / ENGRAM_LLM_BASE_URL"
+        )
+
+
+class LLMError(EngramError):
+    """The LLM provider failed (network, HTTP error, or output that never validated)."""
+
+    status = 502
+
+
+class StoreUnavailable(EngramError):
+    """The database cannot be reached or started."""
+
+    status = 503

@@ -1,0 +1,78 @@
+"""LLM providers behind one interface, and `from_settings` to pick one.
+
+Provider modules are imported only when chosen, so `import engram.llm` costs nothing and the
+Anthropic and Gemini SDKs stay optional extras.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from engram.llm.base import LLMProvider, LLMResponse, TokenUsage, ToolCall
+from engram.llm.structured import generate_structured
+
+# Names accepted in ENGRAM_LLM_PROVIDER for servers speaking OpenAI's chat-completions API.
+OPENAI_COMPATIBLE = (
+    "openai",
+    "openai-compatible",
+    "vllm",
+    "ollama",
+    "lmstudio",
+    "llamacpp",
+    "groq",
+    "openrouter",
+)
+PROVIDERS = ("none", *OPENAI_COMPATIBLE, "anthropic", "gemini")
+
+_ALIASES = {
+    "openai_compatible": "openai-compatible",
+    "llama.cpp": "llamacpp",
+    "llama-cpp": "llamacpp",
+    "llama_cpp": "llamacpp",
+    "lm-studio": "lmstudio",
+    "lm_studio": "lmstudio",
+    "google": "gemini",
+    "claude": "anthropic",
+}
+
+
+def provider_name(raw: str) -> str:
+    """The canonical provider name for a setting value (case and common spellings forgiven)."""
+    name = (raw or "none").strip().lower()
+    return _ALIASES.get(name, name)
+
+
+def from_settings(settings: Any, **overrides: Any) -> LLMProvider | None:
+    """The provider `settings.llm_provider` names, or None when it is "none".
+
+    `overrides` go to the provider's constructor (tests use them, e.g. `retry_backoff=0.01`).
+    """
+    name = provider_name(settings.llm_provider)
+    if name == "none":
+        return None
+    if name in OPENAI_COMPATIBLE:
+        from engram.llm.openai_compat import OpenAICompatibleProvider
+
+        return OpenAICompatibleProvider.from_settings(settings, name=name, **overrides)
+    if name == "anthropic":
+        from engram.llm.anthropic import AnthropicProvider
+
+        return AnthropicProvider.from_settings(settings, **overrides)
+    if name == "gemini":
+        from engram.llm.gemini import GeminiProvider
+
+        return GeminiProvider.from_settings(settings, **overrides)
+    raise ValueError(f"unknown LLM provider '{settings.llm_provider}': use one of {', '.join(PROVIDERS)}")
+
+
+__all__ = [
+    "LLMProvider",
+    "LLMResponse",
+    "OPENAI_COMPATIBLE",
+    "PROVIDERS",
+    "TokenUsage",
+    "ToolCall",
+    "from_settings",
+    "generate_structured",
+    "provider_name",
+]

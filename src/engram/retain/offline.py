@@ -1,0 +1,47 @@
+"""Fact extraction with no LLM: each sentence becomes a `world` fact that keeps its speaker's name, its
+entities come from the rule-based extractor, and relative dates are resolved against the item's
+timestamp. Entities, the graph, tags and recall all work from these facts."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from engram.models.dates import find_dates
+from engram.retain.facts import ExtractedFact
+from engram.retain.offline_entities import extract_entities
+from engram.retain.sentences import split_sentences, split_turns
+
+
+def _date_label(start: datetime, end: datetime) -> str:
+    days = (end - start).days
+    if days <= 1:
+        return start.strftime("%-d %B %Y")
+    if days <= 31 and start.day == 1:
+        return start.strftime("%B %Y")
+    if days >= 365:
+        return start.strftime("%Y")
+    return f"{start.strftime('%-d %B %Y')} to {end.strftime('%-d %B %Y')}"
+
+
+def sentence_fact(sentence: str, speaker: str | None, said_at: datetime | None) -> ExtractedFact:
+    what = f"{speaker}: {sentence}" if speaker else sentence
+    entities = extract_entities(sentence, speaker=speaker)
+    if speaker and speaker not in entities:
+        entities.insert(0, speaker)
+    fact = ExtractedFact(what=what, entities=entities)
+    if said_at is not None:
+        mentions = find_dates(sentence, said_at)
+        if mentions:
+            window = mentions[0].range
+            fact.fact_kind = "event"
+            fact.occurred_start, fact.occurred_end = window.start, window.end
+            fact.when = _date_label(window.start, window.end)
+    return fact
+
+
+def extract_offline(chunk: str, *, said_at: datetime | None) -> list[ExtractedFact]:
+    facts: list[ExtractedFact] = []
+    for speaker, utterance in split_turns(chunk):
+        for sentence in split_sentences(utterance):
+            facts.append(sentence_fact(sentence, speaker, said_at))
+    return facts

@@ -1,0 +1,255 @@
+"""Retain: items in, facts stored. Extraction and embedding happen before the transaction; the write
+is one transaction, so a retain is stored whole or not at all."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import logging
+import uuid
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from engram.errors import Conflict
+from engram.llm.base import TokenUsage
+from engram.retain.chunking import chunk_text
+from engram.retain.facts import ExtractedFact, embedding_text
+from engram.retain.prepare import PreparedItem
+from engram.store import facts_write as fw
+from engram.store.banks import ensure_bank
+from engram.store.tx import transaction
+
+if TYPE_CHECKING:
+    from engram.services import Services
+
+log = logging.getLogger("engram.retain")
+
+Progress = Callable[[str, int, int], Awaitable[None]]
+EXTRACTION_CONCURRENCY = 4
+
+
+@dataclass
+class ChunkPlan:
+    """A chunk of a document: reused as stored (`reuse_id`) or to be extracted."""
+
+    index: int
+    text: str
+    content_hash: str
+    reuse_id: str | None = None
+    chunk_id: str = field(default_factory=lambda: uuid.uuid4().hex)
+    facts: list[ExtractedFact] = field(default_factory=list)
+
+
+@dataclass
+class DocumentPlan:
+    document_id: str
+    items: list[PreparedItem]
+    original_text: str
+    chunks: list[ChunkPlan]
+    keep_chunk_ids: list[str]
+    expected_existing: list[str]
+
+
+@dataclass
+class RetainOutcome:
+    items_count: int
+    unit_ids: list[uuid.UUID]
+    usage: TokenUsage
+
+
+def _hash(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+async def _plan_document(conn: Any, bank_id: str, items: list[PreparedItem], chunk_size: int) -> DocumentPlan:
+    """Which chunks are new (to extract) and which are unchanged since the last retain (reused)."""
+    document_id = items[0].document_id
+    existing = await fw.existing_chunks(conn, bank_id, document_id)
+    old_text = await fw.get_document_text(conn, bank_id, document_id) if existing else None
+    replace = items[0].update_mode == "replace"
+    new_text = "\n\n".join(item.text for item in items)
+    texts = chunk_text(new_text, chunk_size)
+    chunks: list[ChunkPlan] = []
+    if replace:
+        unused = {}
+        for row in existing:
+            unused.setdefault(row["content_hash"], []).append(row["id"])
+        for index, text in enumerate(texts):
+            digest = _hash(text)
+            reuse = unused.get(digest, []).pop(0) if unused.get(digest) else None
+            chunks.append(ChunkPlan(index, text, digest, reuse_id=reuse))
+        keep = [c.reuse_id for c in chunks if c.reuse_id]
+        original = new_text
+    else:
+        start = (max(row["chunk_index"] for row in existing) + 1) if existing else 0
+        chunks = [ChunkPlan(start + i, t, _hash(t)) for i, t in enumerate(texts)]
+        keep = [row["id"] for row in existing]
+        original = f"{old_text}\n\n{new_text}" if old_text else new_text
+    return DocumentPlan(document_id, items, original, chunks, keep, [row["id"] for row in existing])
+
+
+def _group_by_document(items: list[PreparedItem]) -> list[list[PreparedItem]]:
+    """Items sharing a document id form one document; after the first, they append to it."""
+    groups: dict[str, list[PreparedItem]] = {}
+    for item in items:
+        groups.setdefault(item.document_id, []).append(item)
+    return list(groups.values())
+
+
+async def _extract(services: Services, plans: list[DocumentPlan], config: dict[str, Any],
+                   progress: Progress | None) -> TokenUsage:
+    """Fill each new chunk's facts, with the LLM when one is configured, offline otherwise."""
+    todo = [(plan, chunk) for plan in plans for chunk in plan.chunks if chunk.reuse_id is None]
+    usage = TokenUsage()
+    done = 0
+    semaphore = asyncio.Semaphore(EXTRACTION_CONCURRENCY)
+
+    async def run(plan: DocumentPlan, chunk: ChunkPlan) -> None:
+        nonlocal usage, done
+        item = plan.items[0]
+        async with semaphore:
+            if services.llm is not None:
+                from engram.retain.extraction import extract_with_llm
+
+                chunk.facts, used = await extract_with_llm(
+                    services.llm,
+                    chunk.text,
+                    said_at=item.said_at,
+                    context=item.context,
+                    mission=config.get("retain_mission"),
+                    custom_instructions=config.get("retain_custom_instructions"),
+                )
+                usage = usage + used
+            else:
+                from engram.retain.offline import extract_offline
+
+                chunk.facts = await asyncio.to_thread(extract_offline, chunk.text, said_at=item.said_at)
+        done += 1
+        if progress:
+            await progress("extracting", done, len(todo))
+
+    await asyncio.gather(*(run(plan, chunk) for plan, chunk in todo))
+    return usage
+
+
+@dataclass
+class _PendingUnit:
+    row: fw.UnitRow
+    fact: ExtractedFact
+    entity_names: list[str]
+    causes: list[int]  # positions in the pending list
+    resolve: bool = True  # False: the caller's entities match existing names exactly, never fuzzily
+
+
+def _build_units(plans: list[DocumentPlan]) -> list[_PendingUnit]:
+    pending: list[_PendingUnit] = []
+    for plan in plans:
+        item = plan.items[0]
+        for chunk in plan.chunks:
+            base = len(pending)
+            for fact in chunk.facts:
+                text = fact.stored_text()
+                names = list(dict.fromkeys([*fact.entities, *item.entities]))
+                row = fw.UnitRow(
+                    id=uuid.uuid4(),
+                    document_id=plan.document_id,
+                    chunk_id=chunk.chunk_id,
+                    text=text,
+                    context=item.context,
+                    fact_type=fact.fact_type,
+                    fact_kind=fact.fact_kind,
+                    embedding=None,
+                    occurred_start=fact.occurred_start,
+                    occurred_end=fact.occurred_end,
+                    mentioned_at=item.said_at,
+                    tags=item.tags,
+                    metadata=item.metadata,
+                    observation_scopes=item.observation_scopes,
+                )
+                pending.append(
+                    _PendingUnit(row, fact, names, [base + p for p in fact.causal_parents], item.resolve_entities)
+                )
+    return pending
+
+
+async def _embed(pending: list[_PendingUnit]) -> None:
+    from engram.models.embedder import embedder
+
+    texts = [
+        embedding_text(p.row.text, p.row.occurred_start or p.row.mentioned_at, p.entity_names) for p in pending
+    ]
+    vectors = await asyncio.to_thread(embedder().embed, texts)
+    for p, vector in zip(pending, vectors, strict=False):
+        p.row.embedding = vector
+
+
+async def _write(
+    services: Services, bank_id: str, plans: list[DocumentPlan], pending: list[_PendingUnit], store_text: bool
+) -> None:
+    from engram.retain.entities import store_entities
+
+    async with transaction(services.pool) as conn:
+        await ensure_bank(conn, bank_id)
+        for plan in sorted(plans, key=lambda p: p.document_id):
+            await fw.lock_document(conn, bank_id, plan.document_id)
+            current = [row["id"] for row in await fw.existing_chunks(conn, bank_id, plan.document_id)]
+            if current != plan.expected_existing:
+                raise Conflict(f"document '{plan.document_id}' changed during this retain; retry it")
+            item = plan.items[0]
+            await fw.upsert_document(
+                conn, bank_id, plan.document_id,
+                original_text=plan.original_text if store_text else None,
+                content_hash=_hash(plan.original_text),
+                tags=item.tags,
+                metadata=item.metadata or None,
+                retain_params={"context": item.context, "update_mode": item.update_mode,
+                               "timestamp": item.said_at.isoformat() if item.said_at else "unset"},
+                observation_scopes=item.observation_scopes,
+            )
+            deleted = await fw.delete_document_units_except(conn, bank_id, plan.document_id, plan.keep_chunk_ids)
+            if deleted:
+                await _forget_units(conn, deleted)
+            reused = [c for c in plan.chunks if c.reuse_id]
+            await fw.reindex_chunks(conn, [c.reuse_id for c in reused], [c.index for c in reused])
+            new_chunks = [(c.chunk_id, c.index, c.text, c.content_hash) for c in plan.chunks if not c.reuse_id]
+            await fw.insert_chunks(conn, bank_id, plan.document_id, new_chunks)
+        await fw.insert_units(conn, bank_id, [p.row for p in pending])
+        await store_entities(conn, bank_id, [(p.row.id, p.entity_names, p.resolve) for p in pending])
+        ids = [p.row.id for p in pending]
+        causal = [(p.row.id, pending[c].row.id) for p in pending for c in p.causes]
+        await fw.insert_causal_links(conn, bank_id, causal)
+        await fw.insert_temporal_links(conn, bank_id, ids)
+        await fw.insert_semantic_links(conn, bank_id, ids)
+
+
+async def _forget_units(conn: Any, unit_ids: list[uuid.UUID]) -> None:
+    """Entity bookkeeping after facts were replaced (mention counts, co-occurrences, orphans)."""
+    from engram.store.entities import refresh_entity_counts
+
+    entity_ids = [row["entity_id"] for row in await conn.fetch(
+        "SELECT DISTINCT entity_id FROM unit_entities WHERE unit_id = ANY($1::uuid[])", unit_ids)]
+    await refresh_entity_counts(conn, entity_ids)
+
+
+async def retain_items(
+    services: Services,
+    bank_id: str,
+    items: list[PreparedItem],
+    *,
+    progress: Progress | None = None,
+) -> RetainOutcome:
+    config = await services.bank_config(bank_id)
+    chunk_size = int(config.get("retain_chunk_size") or 3000)
+    async with services.pool.acquire() as conn:
+        plans = [await _plan_document(conn, bank_id, group, chunk_size) for group in _group_by_document(items)]
+    usage = await _extract(services, plans, config, progress)
+    pending = _build_units(plans)
+    if progress:
+        await progress("embedding", 0, len(pending))
+    await _embed(pending)
+    if progress:
+        await progress("writing", 0, len(pending))
+    await _write(services, bank_id, plans, pending, bool(config.get("store_document_text", True)))
+    log.info("retained %d items into %s: %d facts", len(items), bank_id, len(pending))
+    return RetainOutcome(items_count=len(items), unit_ids=[p.row.id for p in pending], usage=usage)

@@ -1,0 +1,100 @@
+"""Turning request items into validated, normalised inputs: content text, timestamps, document ids,
+tags. Every problem is an InvalidInput naming the item's field."""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from engram.errors import InvalidInput
+from engram.types import MemoryItem
+
+MAX_ITEMS = 1000
+MAX_CONTENT_CHARS = 2_000_000
+
+
+@dataclass
+class PreparedItem:
+    index: int
+    text: str
+    said_at: datetime | None  # None when the caller marked the content timeless ("unset")
+    document_id: str
+    context: str | None
+    metadata: dict[str, str]
+    tags: list[str]
+    observation_scopes: Any
+    entities: list[str] = field(default_factory=list)
+    update_mode: str = "replace"
+    resolve_entities: bool = True
+
+
+def content_text(content: str | list[dict[str, Any]], field_name: str) -> str:
+    """Plain text of the content; of block content, the text blocks in order (images need a vision
+    model, which the no-LLM and text providers lack, so they are not stored as facts)."""
+    if isinstance(content, str):
+        return content
+    parts = []
+    for position, block in enumerate(content):
+        if not isinstance(block, dict) or "type" not in block:
+            raise InvalidInput(f"{field_name}[{position}]", "content blocks need a 'type'")
+        if block["type"] == "text":
+            parts.append(str(block.get("text", "")))
+    return "\n".join(parts)
+
+
+def parse_item_timestamp(value: datetime | str | None, field_name: str, now: datetime) -> datetime | None:
+    if value is None:
+        return now
+    if isinstance(value, datetime):
+        return value if value.tzinfo else value.replace(tzinfo=UTC)
+    if value == "unset":
+        return None
+    from engram.models.dates import parse_timestamp
+
+    parsed = parse_timestamp(value)
+    if parsed is None:
+        raise InvalidInput(field_name, f"not a date-time: {value!r} (use ISO 8601 or \"unset\")")
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+
+
+def merge_tags(*groups: list[str] | None) -> list[str]:
+    merged: dict[str, None] = {}
+    for group in groups:
+        for tag in group or []:
+            if tag.strip():
+                merged[tag.strip()] = None
+    return list(merged)
+
+
+def prepare_items(items: list[MemoryItem], document_tags: list[str] | None) -> list[PreparedItem]:
+    if not items:
+        raise InvalidInput("items", "at least one item is required")
+    if len(items) > MAX_ITEMS:
+        raise InvalidInput("items", f"at most {MAX_ITEMS} items per request (got {len(items)})")
+    now = datetime.now(UTC)
+    prepared = []
+    for index, item in enumerate(items):
+        where = f"items[{index}]"
+        text = content_text(item.content, f"{where}.content").strip()
+        if not text:
+            raise InvalidInput(f"{where}.content", "must not be empty")
+        if len(text) > MAX_CONTENT_CHARS:
+            raise InvalidInput(f"{where}.content", f"longer than {MAX_CONTENT_CHARS} characters")
+        prepared.append(
+            PreparedItem(
+                index=index,
+                text=text,
+                said_at=parse_item_timestamp(item.timestamp, f"{where}.timestamp", now),
+                document_id=item.document_id or str(uuid.uuid4()),
+                context=item.context,
+                metadata=dict(item.metadata or {}),
+                tags=merge_tags(item.tags, document_tags),
+                observation_scopes=item.observation_scopes,
+                entities=[e.text.strip() for e in item.entities or [] if e.text.strip()],
+                update_mode=item.update_mode or "replace",
+                resolve_entities=item.resolve_entities,
+            )
+        )
+    return prepared

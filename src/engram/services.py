@@ -1,0 +1,30 @@
+"""The dependencies every capability receives: settings, the store, the LLM (or None)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from engram.llm.base import LLMProvider
+    from engram.settings import Settings
+    from engram.store.pool import Store
+
+
+@dataclass
+class Services:
+    settings: Settings
+    store: Store
+    llm: LLMProvider | None = None
+    extras: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def pool(self):  # noqa: ANN201 - asyncpg.Pool, kept out of the import path
+        return self.store.pool
+
+    async def bank_config(self, bank_id: str) -> dict[str, Any]:
+        """The bank's effective config (env defaults + its overrides); defaults for an unknown bank."""
+        from engram.bank_config import resolve_config
+
+        overrides = await self.pool.fetchval("SELECT config FROM banks WHERE bank_id = $1", bank_id)
+        return resolve_config(self.settings.bank_defaults, overrides or {})

@@ -1,0 +1,117 @@
+"""Queries on `banks`: profiles, config overrides, listing, stats."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import asyncpg
+
+from engram.store.tx import Conn, transaction
+
+
+async def get_bank(conn: Conn, bank_id: str) -> asyncpg.Record | None:
+    return await conn.fetchrow("SELECT * FROM banks WHERE bank_id = $1", bank_id)
+
+
+async def ensure_bank(conn: Conn, bank_id: str) -> None:
+    """Create the bank with defaults if it does not exist (retain auto-creates banks)."""
+    await conn.execute(
+        "INSERT INTO banks (bank_id, name) VALUES ($1, $1) ON CONFLICT (bank_id) DO NOTHING", bank_id
+    )
+
+
+async def upsert_bank(
+    conn: Conn,
+    bank_id: str,
+    *,
+    name: str | None,
+    mission: str | None,
+    background: str | None,
+    config_updates: dict[str, Any],
+) -> asyncpg.Record:
+    """Create or update a bank; only the values given (not None) change."""
+    return await conn.fetchrow(
+        """
+        INSERT INTO banks (bank_id, name, mission, background, config)
+        VALUES ($1, coalesce($2, $1), $3, $4, $5)
+        ON CONFLICT (bank_id) DO UPDATE SET
+            name = coalesce($2, banks.name),
+            mission = coalesce($3, banks.mission),
+            background = coalesce($4, banks.background),
+            config = banks.config || $5,
+            updated_at = now()
+        RETURNING *
+        """,
+        bank_id,
+        name,
+        mission,
+        background,
+        config_updates,
+    )
+
+
+async def set_config_overrides(conn: Conn, bank_id: str, overrides: dict[str, Any]) -> None:
+    await conn.execute(
+        "UPDATE banks SET config = $2, updated_at = now() WHERE bank_id = $1", bank_id, overrides
+    )
+
+
+async def delete_bank(conn: Conn, bank_id: str) -> bool:
+    async with transaction(conn) as tx:
+        await tx.execute("DELETE FROM async_operations WHERE bank_id = $1", bank_id)
+        status = await tx.execute("DELETE FROM banks WHERE bank_id = $1", bank_id)
+    return status.endswith(" 1")
+
+
+async def list_banks(conn: Conn, *, q: str | None, limit: int, offset: int) -> tuple[list[asyncpg.Record], int]:
+    rows = await conn.fetch(
+        """
+        SELECT b.*, count(*) OVER () AS total,
+               (SELECT count(*) FROM memory_units m WHERE m.bank_id = b.bank_id) AS fact_count,
+               (SELECT max(updated_at) FROM documents d WHERE d.bank_id = b.bank_id) AS last_document_at,
+               (SELECT max(created_at) FROM memory_units m WHERE m.bank_id = b.bank_id) AS last_write_at
+        FROM banks b
+        WHERE $1::text IS NULL OR b.bank_id ILIKE '%' || $1 || '%' OR b.name ILIKE '%' || $1 || '%'
+        ORDER BY b.created_at, b.bank_id
+        LIMIT $2 OFFSET $3
+        """,
+        q,
+        limit,
+        offset,
+    )
+    total = rows[0]["total"] if rows else await _count_banks(conn, q)
+    return rows, total
+
+
+async def _count_banks(conn: Conn, q: str | None) -> int:
+    return await conn.fetchval(
+        "SELECT count(*) FROM banks WHERE $1::text IS NULL OR bank_id ILIKE '%' || $1 || '%'", q
+    )
+
+
+async def bank_stats(conn: Conn, bank_id: str) -> dict[str, Any]:
+    """Counts for GET …/stats, in one round trip."""
+    row = await conn.fetchrow(
+        """
+        SELECT
+          (SELECT coalesce(jsonb_object_agg(fact_type, n), '{}') FROM
+             (SELECT fact_type, count(*) n FROM memory_units WHERE bank_id = $1 GROUP BY 1) t) AS by_type,
+          (SELECT coalesce(jsonb_object_agg(link_type, n), '{}') FROM
+             (SELECT link_type, count(*) n FROM memory_links WHERE bank_id = $1 GROUP BY 1) t) AS by_link,
+          (SELECT coalesce(jsonb_object_agg(k, v), '{}') FROM
+             (SELECT m.fact_type || '/' || l.link_type AS k, count(*) v
+              FROM memory_links l JOIN memory_units m ON m.id = l.from_unit
+              WHERE l.bank_id = $1 GROUP BY 1) t) AS breakdown,
+          (SELECT count(*) FROM documents WHERE bank_id = $1) AS documents,
+          (SELECT coalesce(jsonb_object_agg(status, n), '{}') FROM
+             (SELECT status, count(*) n FROM async_operations WHERE bank_id = $1 GROUP BY 1) t) AS ops,
+          (SELECT max(consolidated_at) FROM memory_units WHERE bank_id = $1) AS last_consolidated_at,
+          (SELECT max(created_at) FROM memory_units WHERE bank_id = $1) AS last_write_at,
+          (SELECT count(*) FROM memory_units WHERE bank_id = $1 AND fact_type IN ('world', 'experience')
+             AND consolidated_at IS NULL AND consolidation_failed_at IS NULL) AS pending_consolidation,
+          (SELECT count(*) FROM memory_units WHERE bank_id = $1
+             AND consolidation_failed_at IS NOT NULL AND consolidated_at IS NULL) AS failed_consolidation
+        """,
+        bank_id,
+    )
+    return dict(row)

@@ -1,0 +1,82 @@
+"""Queries on documents and their chunks."""
+
+from __future__ import annotations
+
+import asyncpg
+
+from engram.store.memories import delete_units_where
+from engram.store.sql import SqlParams, tags_condition
+from engram.store.tx import Conn, transaction
+
+
+async def list_documents(
+    conn: Conn, bank_id: str, *, q: str | None, tags: list[str] | None, tags_match: str, limit: int, offset: int
+) -> tuple[list[asyncpg.Record], int]:
+    params = SqlParams()
+    parts = [f"d.bank_id = {params.add(bank_id)}"]
+    if q:
+        ref = params.add(q)
+        parts.append(f"(d.id ILIKE '%' || {ref} || '%' OR d.original_text ILIKE '%' || {ref} || '%')")
+    condition = tags_condition(params, tags, tags_match, column="d.tags")
+    if condition != "TRUE":
+        parts.append(condition)
+    rows = await conn.fetch(
+        f"""
+        SELECT d.id, d.bank_id, d.content_hash, d.created_at, d.updated_at, d.tags, d.metadata, d.retain_params,
+               coalesce(length(d.original_text), 0) AS text_length,
+               (SELECT count(*) FROM memory_units m WHERE m.bank_id = d.bank_id AND m.document_id = d.id)
+                   AS memory_unit_count,
+               count(*) OVER () AS total
+        FROM documents d WHERE {" AND ".join(parts)}
+        ORDER BY d.updated_at DESC, d.id LIMIT {params.add(limit)} OFFSET {params.add(offset)}
+        """,
+        *params.values,
+    )
+    return rows, (rows[0]["total"] if rows else 0)
+
+
+async def get_document(conn: Conn, bank_id: str, document_id: str) -> asyncpg.Record | None:
+    return await conn.fetchrow(
+        """
+        SELECT d.*,
+               (SELECT count(*) FROM memory_units m WHERE m.bank_id = d.bank_id AND m.document_id = d.id)
+                   AS memory_unit_count,
+               (SELECT coalesce(jsonb_object_agg(fact_type, n), '{}') FROM
+                  (SELECT fact_type, count(*) n FROM memory_units m
+                   WHERE m.bank_id = d.bank_id AND m.document_id = d.id GROUP BY 1) t) AS by_type
+        FROM documents d WHERE d.bank_id = $1 AND d.id = $2
+        """,
+        bank_id,
+        document_id,
+    )
+
+
+async def delete_document(conn: Conn, bank_id: str, document_id: str) -> int | None:
+    """Delete a document with its chunks and facts; None when there is no such document."""
+    async with transaction(conn) as tx:
+        exists = await tx.fetchval("SELECT 1 FROM documents WHERE bank_id = $1 AND id = $2", bank_id, document_id)
+        if exists is None:
+            return None
+        deleted = await delete_units_where(tx, "m.bank_id = $1 AND m.document_id = $2", bank_id, document_id)
+        await tx.execute("DELETE FROM documents WHERE bank_id = $1 AND id = $2", bank_id, document_id)
+        return deleted
+
+
+async def list_chunks(
+    conn: Conn, bank_id: str, document_id: str, *, limit: int, offset: int
+) -> tuple[list[asyncpg.Record], int]:
+    rows = await conn.fetch(
+        """
+        SELECT *, count(*) OVER () AS total FROM chunks WHERE bank_id = $1 AND document_id = $2
+        ORDER BY chunk_index LIMIT $3 OFFSET $4
+        """,
+        bank_id,
+        document_id,
+        limit,
+        offset,
+    )
+    return rows, (rows[0]["total"] if rows else 0)
+
+
+async def get_chunk(conn: Conn, chunk_id: str) -> asyncpg.Record | None:
+    return await conn.fetchrow("SELECT * FROM chunks WHERE id = $1", chunk_id)

@@ -1,0 +1,264 @@
+"""Batch writes of retained facts: documents, chunks, memory units, entities and their links.
+Every function runs inside the caller's transaction and does one round trip (arrays + unnest)."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+import asyncpg
+
+
+@dataclass
+class UnitRow:
+    """One memory unit ready to insert."""
+
+    id: uuid.UUID
+    document_id: str | None
+    chunk_id: str | None
+    text: str
+    context: str | None
+    fact_type: str
+    fact_kind: str | None
+    embedding: Any
+    occurred_start: datetime | None
+    occurred_end: datetime | None
+    mentioned_at: datetime | None
+    tags: list[str]
+    metadata: dict[str, Any]
+    observation_scopes: Any
+
+
+async def lock_document(conn: asyncpg.Connection, bank_id: str, document_id: str) -> None:
+    """Serialise writers of one document until the transaction ends."""
+    await conn.execute("SELECT pg_advisory_xact_lock(hashtextextended($1 || '/' || $2, 0))", bank_id, document_id)
+
+
+async def existing_chunks(conn: asyncpg.Connection, bank_id: str, document_id: str) -> list[asyncpg.Record]:
+    return await conn.fetch(
+        "SELECT id, chunk_index, content_hash FROM chunks WHERE bank_id = $1 AND document_id = $2"
+        " ORDER BY chunk_index",
+        bank_id,
+        document_id,
+    )
+
+
+async def get_document_text(conn: asyncpg.Connection, bank_id: str, document_id: str) -> str | None:
+    return await conn.fetchval(
+        "SELECT original_text FROM documents WHERE bank_id = $1 AND id = $2", bank_id, document_id
+    )
+
+
+async def upsert_document(
+    conn: asyncpg.Connection,
+    bank_id: str,
+    document_id: str,
+    *,
+    original_text: str | None,
+    content_hash: str,
+    tags: list[str],
+    metadata: dict[str, Any] | None,
+    retain_params: dict[str, Any],
+    observation_scopes: Any,
+) -> None:
+    await conn.execute(
+        """
+        INSERT INTO documents (bank_id, id, original_text, content_hash, tags, metadata, retain_params,
+                               observation_scopes)
+        VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+        ON CONFLICT (bank_id, id) DO UPDATE SET
+            original_text = excluded.original_text, content_hash = excluded.content_hash,
+            tags = excluded.tags, metadata = excluded.metadata, retain_params = excluded.retain_params,
+            observation_scopes = excluded.observation_scopes, updated_at = now()
+        """,
+        bank_id,
+        document_id,
+        original_text,
+        content_hash,
+        tags,
+        metadata,
+        retain_params,
+        observation_scopes,
+    )
+
+
+async def delete_document_units_except(
+    conn: asyncpg.Connection, bank_id: str, document_id: str, keep_chunk_ids: list[str]
+) -> list[uuid.UUID]:
+    """Delete the document's facts and chunks not in `keep_chunk_ids`; returns the deleted unit ids."""
+    rows = await conn.fetch(
+        """
+        DELETE FROM memory_units WHERE bank_id = $1 AND document_id = $2
+          AND (chunk_id IS NULL OR NOT (chunk_id = ANY($3::text[])))
+        RETURNING id
+        """,
+        bank_id,
+        document_id,
+        keep_chunk_ids,
+    )
+    await conn.execute(
+        "DELETE FROM chunks WHERE bank_id = $1 AND document_id = $2 AND NOT (id = ANY($3::text[]))",
+        bank_id,
+        document_id,
+        keep_chunk_ids,
+    )
+    return [row["id"] for row in rows]
+
+
+async def reindex_chunks(conn: asyncpg.Connection, chunk_ids: list[str], indexes: list[int]) -> None:
+    await conn.execute(
+        "UPDATE chunks c SET chunk_index = u.idx FROM unnest($1::text[], $2::int[]) AS u(id, idx)"
+        " WHERE c.id = u.id",
+        chunk_ids,
+        indexes,
+    )
+
+
+async def insert_chunks(
+    conn: asyncpg.Connection,
+    bank_id: str,
+    document_id: str,
+    chunks: list[tuple[str, int, str, str]],
+) -> None:
+    """chunks: (id, chunk_index, text, content_hash)."""
+    if not chunks:
+        return
+    ids, indexes, texts, hashes = (list(col) for col in zip(*chunks, strict=False))
+    await conn.execute(
+        """
+        INSERT INTO chunks (id, bank_id, document_id, chunk_index, chunk_text, content_hash)
+        SELECT u.id, $1, $2, u.idx, u.txt, u.hash
+        FROM unnest($3::text[], $4::int[], $5::text[], $6::text[]) AS u(id, idx, txt, hash)
+        """,
+        bank_id,
+        document_id,
+        ids,
+        indexes,
+        texts,
+        hashes,
+    )
+
+
+async def insert_units(conn: asyncpg.Connection, bank_id: str, units: list[UnitRow]) -> None:
+    if not units:
+        return
+    await conn.execute(
+        """
+        INSERT INTO memory_units (id, bank_id, document_id, chunk_id, text, context, fact_type, fact_kind,
+                                  embedding, occurred_start, occurred_end, mentioned_at, tags, metadata,
+                                  observation_scopes)
+        SELECT u.id, $1, u.document_id, u.chunk_id, u.text, u.context, u.fact_type, u.fact_kind,
+               u.embedding::vector, u.occurred_start, u.occurred_end, u.mentioned_at,
+               ARRAY(SELECT jsonb_array_elements_text(u.tags::jsonb)), u.metadata::jsonb, nullif(u.scopes, 'null')::jsonb
+        FROM unnest($2::uuid[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[],
+                    $9::text[], $10::timestamptz[], $11::timestamptz[], $12::timestamptz[], $13::text[],
+                    $14::text[], $15::text[])
+          AS u(id, document_id, chunk_id, text, context, fact_type, fact_kind, embedding, occurred_start,
+               occurred_end, mentioned_at, tags, metadata, scopes)
+        """,
+        bank_id,
+        [u.id for u in units],
+        [u.document_id for u in units],
+        [u.chunk_id for u in units],
+        [u.text for u in units],
+        [u.context for u in units],
+        [u.fact_type for u in units],
+        [u.fact_kind for u in units],
+        [_vector_text(u.embedding) for u in units],
+        [u.occurred_start for u in units],
+        [u.occurred_end for u in units],
+        [u.mentioned_at for u in units],
+        # JSON travels as text: asyncpg would read a list inside the array as a second dimension.
+        [json.dumps(u.tags) for u in units],
+        [json.dumps(u.metadata) for u in units],
+        [json.dumps(u.observation_scopes) for u in units],
+    )
+
+
+def _vector_text(vector: Any) -> str:
+    return "[" + ",".join(f"{float(x):.6g}" for x in vector) + "]"
+
+
+async def insert_causal_links(
+    conn: asyncpg.Connection, bank_id: str, pairs: list[tuple[uuid.UUID, uuid.UUID]]
+) -> None:
+    """pairs: (effect, cause). Causal links weigh 1.0."""
+    if not pairs:
+        return
+    await conn.execute(
+        """
+        INSERT INTO memory_links (from_unit, to_unit, bank_id, link_type, weight)
+        SELECT u.a, u.b, $1, 'causal', 1.0 FROM unnest($2::uuid[], $3::uuid[]) AS u(a, b)
+        ON CONFLICT DO NOTHING
+        """,
+        bank_id,
+        [a for a, _ in pairs],
+        [b for _, b in pairs],
+    )
+
+
+async def insert_temporal_links(
+    conn: asyncpg.Connection, bank_id: str, unit_ids: list[uuid.UUID], *, window_hours: float = 24,
+    per_unit: int = 20,
+) -> None:
+    """Link each new unit to up to `per_unit` units of the same type whose time is within the window,
+    weight max(0.3, 1 - Δh/window)."""
+    if not unit_ids:
+        return
+    await conn.execute(
+        """
+        INSERT INTO memory_links (from_unit, to_unit, bank_id, link_type, weight)
+        SELECT n.id, near.id, $1, 'temporal', greatest(0.3, 1 - near.dh / $3)
+        FROM memory_units n
+        CROSS JOIN LATERAL (
+            SELECT o.id,
+                   abs(extract(epoch FROM coalesce(o.occurred_start, o.mentioned_at)
+                                     - coalesce(n.occurred_start, n.mentioned_at))) / 3600 AS dh
+            FROM memory_units o
+            WHERE o.bank_id = $1 AND o.fact_type = n.fact_type AND o.id <> n.id
+              AND coalesce(o.occurred_start, o.mentioned_at) BETWEEN
+                  coalesce(n.occurred_start, n.mentioned_at) - make_interval(hours => $3::int)
+                  AND coalesce(n.occurred_start, n.mentioned_at) + make_interval(hours => $3::int)
+            ORDER BY 2
+            LIMIT $4
+        ) near
+        WHERE n.id = ANY($2::uuid[]) AND coalesce(n.occurred_start, n.mentioned_at) IS NOT NULL
+        ON CONFLICT DO NOTHING
+        """,
+        bank_id,
+        unit_ids,
+        window_hours,
+        per_unit,
+    )
+
+
+async def insert_semantic_links(
+    conn: asyncpg.Connection, bank_id: str, unit_ids: list[uuid.UUID], *, min_similarity: float = 0.7,
+    per_unit: int = 50,
+) -> None:
+    """Link each new unit to its nearest neighbours in the bank with cosine similarity ≥ min_similarity."""
+    if not unit_ids:
+        return
+    await conn.execute(
+        """
+        INSERT INTO memory_links (from_unit, to_unit, bank_id, link_type, weight)
+        SELECT n.id, near.id, $1, 'semantic', near.similarity
+        FROM memory_units n
+        CROSS JOIN LATERAL (
+            SELECT o.id, 1 - (o.embedding <=> n.embedding) AS similarity
+            FROM memory_units o
+            WHERE o.bank_id = $1 AND o.id <> n.id AND o.fact_type <> 'observation'
+            ORDER BY o.embedding <=> n.embedding
+            LIMIT $4
+        ) near
+        WHERE n.id = ANY($2::uuid[]) AND near.similarity >= $3
+        ON CONFLICT DO NOTHING
+        """,
+        bank_id,
+        unit_ids,
+        min_similarity,
+        per_unit,
+    )

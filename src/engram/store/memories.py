@@ -1,0 +1,187 @@
+"""Queries that read, list and delete memory units (writes at retain time are in facts_write)."""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+import asyncpg
+
+from engram.store.entities import refresh_entity_counts
+from engram.store.sql import SqlParams, tags_condition
+from engram.store.tx import Conn, transaction
+
+ENTITY_NAMES = """ARRAY(SELECT e.canonical_name FROM unit_entities ue JOIN entities e ON e.id = ue.entity_id
+                     WHERE ue.unit_id = m.id ORDER BY e.canonical_name) AS entity_names"""
+
+
+@dataclass
+class ListFilters:
+    fact_type: str | None = None
+    q: str | None = None
+    document_id: str | None = None
+    entity_id: uuid.UUID | None = None
+    tags: list[str] | None = None
+    tags_match: str = "any"
+    consolidation_state: str | None = None  # pending | consolidated | failed
+    state: str | None = None
+    time_field: str | None = None  # occurred | mentioned | created
+    start_date: datetime | None = None
+    end_date: datetime | None = None
+
+    def where(self, params: SqlParams, bank_id: str) -> str:
+        parts = [f"m.bank_id = {params.add(bank_id)}"]
+        if self.fact_type:
+            parts.append(f"m.fact_type = {params.add(self.fact_type)}")
+        if self.q:
+            parts.append(f"m.text ILIKE '%' || {params.add(self.q)} || '%'")
+        if self.document_id:
+            parts.append(f"m.document_id = {params.add(self.document_id)}")
+        if self.entity_id:
+            parts.append(
+                f"EXISTS (SELECT 1 FROM unit_entities ue WHERE ue.unit_id = m.id AND ue.entity_id = "
+                f"{params.add(self.entity_id)})"
+            )
+        condition = tags_condition(params, self.tags, self.tags_match)
+        if condition != "TRUE":
+            parts.append(condition)
+        if self.state:
+            parts.append(f"m.state = {params.add(self.state)}")
+        if self.consolidation_state == "pending":
+            parts.append("m.consolidated_at IS NULL AND m.consolidation_failed_at IS NULL")
+        elif self.consolidation_state == "consolidated":
+            parts.append("m.consolidated_at IS NOT NULL")
+        elif self.consolidation_state == "failed":
+            parts.append("m.consolidation_failed_at IS NOT NULL AND m.consolidated_at IS NULL")
+        column = {"occurred": "m.occurred_start", "mentioned": "m.mentioned_at"}.get(
+            self.time_field or "", "coalesce(m.occurred_start, m.mentioned_at, m.created_at)"
+        )
+        if self.start_date:
+            parts.append(f"{column} >= {params.add(self.start_date)}")
+        if self.end_date:
+            parts.append(f"{column} <= {params.add(self.end_date)}")
+        return " AND ".join(parts)
+
+
+async def list_units(
+    conn: Conn, bank_id: str, filters: ListFilters, *, limit: int, offset: int
+) -> tuple[list[asyncpg.Record], int]:
+    params = SqlParams()
+    where = filters.where(params, bank_id)
+    rows = await conn.fetch(
+        f"""
+        SELECT m.*, {ENTITY_NAMES}, count(*) OVER () AS total
+        FROM memory_units m WHERE {where}
+        ORDER BY coalesce(m.mentioned_at, m.created_at) DESC, m.created_at DESC, m.id
+        LIMIT {params.add(limit)} OFFSET {params.add(offset)}
+        """,
+        *params.values,
+    )
+    if rows:
+        return rows, rows[0]["total"]
+    count_params = SqlParams()
+    total = await conn.fetchval(
+        f"SELECT count(*) FROM memory_units m WHERE {filters.where(count_params, bank_id)}", *count_params.values
+    )
+    return rows, total
+
+
+def _iso(value: datetime | None) -> str | None:
+    return value.isoformat() if value is not None else None
+
+
+def list_item(row: asyncpg.Record) -> dict[str, Any]:
+    """A unit as MemoryUnitListItem (entities as one comma-separated string, as the contract has it)."""
+    when = row["occurred_start"] or row["mentioned_at"] or row["created_at"]
+    return {
+        "id": str(row["id"]),
+        "text": row["text"],
+        "context": row["context"] or "",
+        "date": _iso(when) or "",
+        "fact_type": row["fact_type"],
+        "document_id": row["document_id"],
+        "mentioned_at": _iso(row["mentioned_at"]),
+        "occurred_start": _iso(row["occurred_start"]),
+        "occurred_end": _iso(row["occurred_end"]),
+        "entities": ", ".join(row["entity_names"]),
+        "chunk_id": row["chunk_id"],
+        "proof_count": row["proof_count"],
+        "tags": list(row["tags"]),
+        "metadata": row["metadata"] or {},
+        "consolidated_at": _iso(row["consolidated_at"]),
+        "consolidation_failed_at": _iso(row["consolidation_failed_at"]),
+        "state": row["state"],
+        "invalidation_reason": None,
+        "invalidated_at": None,
+        "edited_at": None,
+        "updated_at": _iso(row["updated_at"]),
+        "source_memory_ids": [str(s) for s in row["source_memory_ids"]],
+    }
+
+
+async def get_unit(conn: Conn, bank_id: str, unit_id: uuid.UUID) -> asyncpg.Record | None:
+    return await conn.fetchrow(
+        f"SELECT m.*, {ENTITY_NAMES} FROM memory_units m WHERE m.bank_id = $1 AND m.id = $2", bank_id, unit_id
+    )
+
+
+def detail_item(row: asyncpg.Record) -> dict[str, Any]:
+    item = list_item(row)
+    item.update(
+        {
+            "bank_id": row["bank_id"],
+            "type": row["fact_type"],
+            "fact_kind": row["fact_kind"],
+            "entities": list(row["entity_names"]),
+            "observation_scopes": row["observation_scopes"],
+            "created_at": _iso(row["created_at"]),
+        }
+    )
+    return item
+
+
+async def delete_units_where(conn: asyncpg.Connection, where_sql: str, *args: Any) -> int:
+    """Delete units matching a condition on `memory_units m`, keeping entity counts right."""
+    entity_ids = [
+        r["entity_id"]
+        for r in await conn.fetch(
+            f"SELECT DISTINCT ue.entity_id FROM unit_entities ue JOIN memory_units m ON m.id = ue.unit_id"
+            f" WHERE {where_sql}",
+            *args,
+        )
+    ]
+    status = await conn.execute(f"DELETE FROM memory_units m WHERE {where_sql}", *args)
+    await refresh_entity_counts(conn, entity_ids)
+    return int(status.split()[-1])
+
+
+async def clear_units(conn: Conn, bank_id: str, fact_type: str | None) -> int:
+    async with transaction(conn) as tx:
+        if fact_type is None:
+            deleted = await tx.fetchval("SELECT count(*) FROM memory_units WHERE bank_id = $1", bank_id)
+            await tx.execute("DELETE FROM documents WHERE bank_id = $1", bank_id)
+            await tx.execute("DELETE FROM memory_units WHERE bank_id = $1", bank_id)
+            await tx.execute("DELETE FROM entities WHERE bank_id = $1", bank_id)
+            return deleted
+        return await delete_units_where(tx, "m.bank_id = $1 AND m.fact_type = $2", bank_id, fact_type)
+
+
+async def list_tags(
+    conn: Conn, bank_id: str, *, q: str | None, source: str, limit: int, offset: int
+) -> tuple[list[asyncpg.Record], int]:
+    table = "documents" if source == "documents" else "memory_units"
+    rows = await conn.fetch(
+        f"""
+        SELECT tag, count(*) AS count, count(*) OVER () AS total
+        FROM {table} t, unnest(t.tags) AS tag
+        WHERE t.bank_id = $1 AND ($2::text IS NULL OR tag ILIKE '%' || $2 || '%')
+        GROUP BY tag ORDER BY count(*) DESC, tag LIMIT $3 OFFSET $4
+        """,
+        bank_id,
+        q,
+        limit,
+        offset,
+    )
+    return rows, (rows[0]["total"] if rows else 0)

@@ -1,0 +1,182 @@
+"""Queries on `async_operations`, the durable queue of background work.
+
+A worker claims a pending operation with FOR UPDATE SKIP LOCKED and holds it under a lease; an
+operation whose worker died (lease expired while `processing`) is claimable again."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+import asyncpg
+
+from engram.store.tx import Conn
+
+
+async def enqueue(
+    conn: Conn,
+    bank_id: str,
+    operation_type: str,
+    payload: dict[str, Any],
+    *,
+    operation_id: uuid.UUID | None = None,
+    items_count: int = 0,
+    document_id: str | None = None,
+    dedupe_key: str | None = None,
+) -> tuple[uuid.UUID, bool]:
+    """Add an operation; returns (id, created). With a dedupe key, an operation of the same key still
+    pending for the bank is returned instead; with an operation id that exists, that one is."""
+    new_id = operation_id or uuid.uuid4()
+    row = await conn.fetchrow(
+        """
+        INSERT INTO async_operations (id, bank_id, operation_type, payload, items_count, document_id, dedupe_key)
+        VALUES ($1, $2, $3, $4, $5, $6, $7)
+        ON CONFLICT DO NOTHING
+        RETURNING id
+        """,
+        new_id,
+        bank_id,
+        operation_type,
+        payload,
+        items_count,
+        document_id,
+        dedupe_key,
+    )
+    if row is not None:
+        await conn.execute("SELECT pg_notify('engram_operations', $1)", str(new_id))
+        return row["id"], True
+    existing = await conn.fetchval(
+        """
+        SELECT id FROM async_operations
+        WHERE id = $1 OR (bank_id = $2 AND dedupe_key = $3 AND status = 'pending')
+        ORDER BY (id = $1) DESC LIMIT 1
+        """,
+        new_id,
+        bank_id,
+        dedupe_key,
+    )
+    return existing, False
+
+
+async def claim_next(conn: Conn, worker_id: str, lease_seconds: float) -> asyncpg.Record | None:
+    return await conn.fetchrow(
+        """
+        UPDATE async_operations SET status = 'processing', worker_id = $1,
+               lease_expires_at = now() + make_interval(secs => $2), started_at = coalesce(started_at, now()),
+               updated_at = now()
+        WHERE id = (
+            SELECT id FROM async_operations
+            WHERE status = 'pending' OR (status = 'processing' AND lease_expires_at < now())
+            ORDER BY created_at
+            FOR UPDATE SKIP LOCKED
+            LIMIT 1
+        )
+        RETURNING *
+        """,
+        worker_id,
+        lease_seconds,
+    )
+
+
+async def report_progress(
+    conn: Conn, operation_id: uuid.UUID, progress: dict[str, Any], lease_seconds: float
+) -> None:
+    """Record progress and extend the lease: a worker that reports is alive."""
+    await conn.execute(
+        """
+        UPDATE async_operations SET progress = $2, lease_expires_at = now() + make_interval(secs => $3),
+               updated_at = now()
+        WHERE id = $1
+        """,
+        operation_id,
+        progress,
+        lease_seconds,
+    )
+
+
+async def complete(conn: Conn, operation_id: uuid.UUID, result: dict[str, Any]) -> None:
+    await conn.execute(
+        """
+        UPDATE async_operations SET status = 'completed', result = $2, error_message = NULL,
+               completed_at = now(), updated_at = now(), lease_expires_at = NULL
+        WHERE id = $1
+        """,
+        operation_id,
+        result,
+    )
+
+
+async def fail(conn: Conn, operation_id: uuid.UUID, error: str) -> None:
+    await conn.execute(
+        """
+        UPDATE async_operations SET status = 'failed', error_message = $2, completed_at = now(),
+               updated_at = now(), lease_expires_at = NULL
+        WHERE id = $1
+        """,
+        operation_id,
+        error,
+    )
+
+
+async def get(conn: Conn, bank_id: str, operation_id: uuid.UUID) -> asyncpg.Record | None:
+    return await conn.fetchrow(
+        "SELECT * FROM async_operations WHERE bank_id = $1 AND id = $2", bank_id, operation_id
+    )
+
+
+async def list_for_bank(
+    conn: Conn, bank_id: str, *, status: str | None, operation_type: str | None, limit: int, offset: int
+) -> tuple[list[asyncpg.Record], int]:
+    rows = await conn.fetch(
+        """
+        SELECT *, count(*) OVER () AS total FROM async_operations
+        WHERE bank_id = $1 AND ($2::text IS NULL OR status = $2) AND ($3::text IS NULL OR operation_type = $3)
+        ORDER BY created_at DESC LIMIT $4 OFFSET $5
+        """,
+        bank_id,
+        status,
+        operation_type,
+        limit,
+        offset,
+    )
+    total = rows[0]["total"] if rows else 0
+    return rows, total
+
+
+async def retry(conn: Conn, bank_id: str, operation_id: uuid.UUID) -> bool:
+    """Put a failed or cancelled operation back in the queue."""
+    status = await conn.execute(
+        """
+        UPDATE async_operations SET status = 'pending', retry_count = retry_count + 1, error_message = NULL,
+               completed_at = NULL, worker_id = NULL, lease_expires_at = NULL, progress = NULL, updated_at = now()
+        WHERE bank_id = $1 AND id = $2 AND status IN ('failed', 'cancelled')
+        """,
+        bank_id,
+        operation_id,
+    )
+    if status.endswith(" 1"):
+        await conn.execute("SELECT pg_notify('engram_operations', $1)", str(operation_id))
+        return True
+    return False
+
+
+async def cancel(conn: Conn, bank_id: str, operation_id: uuid.UUID) -> bool:
+    """Cancel an operation that has not started; one being processed runs to its end."""
+    status = await conn.execute(
+        """
+        UPDATE async_operations SET status = 'cancelled', completed_at = now(), updated_at = now()
+        WHERE bank_id = $1 AND id = $2 AND status = 'pending'
+        """,
+        bank_id,
+        operation_id,
+    )
+    return status.endswith(" 1")
+
+
+async def delete(conn: Conn, bank_id: str, operation_id: uuid.UUID) -> bool:
+    status = await conn.execute(
+        "DELETE FROM async_operations WHERE bank_id = $1 AND id = $2 AND status <> 'processing'",
+        bank_id,
+        operation_id,
+    )
+    return status.endswith(" 1")

@@ -1,0 +1,106 @@
+"""The connection pool: opens the configured PostgreSQL (or starts the embedded one), applies
+migrations, and teaches asyncpg the pgvector type."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import asyncpg
+import numpy as np
+
+from engram.errors import StoreUnavailable
+from engram.store.migrate import apply_migrations
+
+if TYPE_CHECKING:
+    from engram.settings import Settings
+    from engram.store.embedded import EmbeddedPostgres
+
+log = logging.getLogger("engram.store")
+
+
+def encode_vector(value: object) -> str:
+    if isinstance(value, str):
+        return value
+    return "[" + ",".join(f"{float(x):.6g}" for x in value) + "]"  # type: ignore[attr-defined]
+
+
+def decode_vector(text: str) -> np.ndarray:
+    return np.array(text[1:-1].split(","), dtype=np.float32)
+
+
+async def _init_connection(conn: asyncpg.Connection) -> None:
+    await conn.set_type_codec(
+        "vector", schema="public", encoder=encode_vector, decoder=decode_vector, format="text"
+    )
+    await conn.set_type_codec("jsonb", schema="pg_catalog", encoder=_dumps, decoder=_loads, format="text")
+    await conn.set_type_codec("json", schema="pg_catalog", encoder=_dumps, decoder=_loads, format="text")
+    # Filtered HNSW searches (one bank among many) keep scanning until enough rows pass the filter.
+    await conn.execute("SET hnsw.iterative_scan = relaxed_order; SET hnsw.ef_search = 100")
+
+
+def _dumps(value: object) -> str:
+    import json
+
+    return json.dumps(value, default=str)
+
+
+def _loads(text: str) -> object:
+    import json
+
+    return json.loads(text)
+
+
+@dataclass
+class Store:
+    """A migrated database and its pool. `embedded` is set when Engram started PostgreSQL itself."""
+
+    pool: asyncpg.Pool
+    dsn: str
+    embedded: EmbeddedPostgres | None = None
+
+    async def close(self) -> None:
+        await self.pool.close()
+        if self.embedded is not None:
+            self.embedded.stop()
+
+
+async def open_store(settings: Settings, *, min_size: int = 2, max_size: int = 20) -> Store:
+    """Connect to `settings.database_url`, or start the embedded server under `settings.home`.
+
+    A configured URL that is wrong or unreachable is an error: it never falls back to the embedded
+    server, so data can't silently land in the wrong place.
+    """
+    embedded = None
+    dsn = settings.database_url
+    if dsn is None:
+        from engram.store.embedded import EmbeddedPostgres
+
+        embedded = EmbeddedPostgres(settings.home)
+        dsn = embedded.start()
+    elif not dsn.startswith(("postgresql://", "postgres://")):
+        raise StoreUnavailable(
+            f"ENGRAM_DATABASE_URL must start with postgresql:// (got {redact_dsn(dsn)!r})"
+        )
+    try:
+        conn = await asyncpg.connect(dsn, timeout=10)
+    except (OSError, asyncpg.PostgresError, TimeoutError) as exc:
+        if embedded is not None:
+            embedded.stop()
+        raise StoreUnavailable(f"cannot connect to PostgreSQL at {redact_dsn(dsn)}: {exc}") from exc
+    try:
+        await apply_migrations(conn)
+    finally:
+        await conn.close()
+    pool = await asyncpg.create_pool(
+        dsn, min_size=min_size, max_size=max_size, init=_init_connection, command_timeout=300
+    )
+    return Store(pool=pool, dsn=dsn, embedded=embedded)
+
+
+def redact_dsn(dsn: str) -> str:
+    """The DSN with any password replaced, for error messages and logs."""
+    import re
+
+    return re.sub(r"(://[^:/@]+):[^@]*@", r"\1:***@", dsn)

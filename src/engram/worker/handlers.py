@@ -1,0 +1,42 @@
+"""What each operation type does. A handler receives the services, the operation row and a progress
+reporter, and returns the result to store; raising marks the operation failed with the reason."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import asyncpg
+
+    from engram.services import Services
+
+Progress = Callable[[str, int, int], Awaitable[None]]
+Handler = Callable[["Services", "asyncpg.Record", Progress], Awaitable[dict[str, Any]]]
+
+HANDLERS: dict[str, Handler] = {}
+
+
+def handler(operation_type: str) -> Callable[[Handler], Handler]:
+    def register(fn: Handler) -> Handler:
+        HANDLERS[operation_type] = fn
+        return fn
+
+    return register
+
+
+@handler("retain")
+async def run_retain(services: Services, operation: asyncpg.Record, progress: Progress) -> dict[str, Any]:
+    from engram.retain.pipeline import retain_items
+    from engram.retain.prepare import prepare_items
+    from engram.types import MemoryItem
+
+    payload = operation["payload"]
+    items = [MemoryItem.model_validate(item) for item in payload["items"]]
+    prepared = prepare_items(items, payload.get("document_tags"))
+    outcome = await retain_items(services, operation["bank_id"], prepared, progress=progress)
+    return {
+        "items_count": outcome.items_count,
+        "facts": len(outcome.unit_ids),
+        "usage": {"input_tokens": outcome.usage.input_tokens, "output_tokens": outcome.usage.output_tokens},
+    }

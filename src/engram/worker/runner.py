@@ -1,0 +1,94 @@
+"""The background worker: claims operations from the queue and runs their handlers, a few at a time.
+Runs inside the server by default, or alone as `engram worker` (any number of them)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import socket
+import uuid
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+from engram.store import operations as ops
+from engram.worker.handlers import HANDLERS
+
+if TYPE_CHECKING:
+    import asyncpg
+
+    from engram.services import Services
+
+log = logging.getLogger("engram.worker")
+
+
+class Worker:
+    def __init__(self, services: Services, *, concurrency: int = 2) -> None:
+        self.services = services
+        self.concurrency = concurrency
+        self.worker_id = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
+        self._wake = asyncio.Event()
+        self._stopping = False
+        self._tasks: list[asyncio.Task[None]] = []
+
+    def wake(self) -> None:
+        """Look at the queue now rather than at the next poll."""
+        self._wake.set()
+
+    async def start(self) -> None:
+        self._tasks = [asyncio.create_task(self._loop(n)) for n in range(self.concurrency)]
+
+    async def stop(self) -> None:
+        self._stopping = True
+        self._wake.set()
+        for task in self._tasks:
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+
+    async def _loop(self, slot: int) -> None:
+        interval = self.services.settings.worker_poll_interval
+        while not self._stopping:
+            try:
+                ran = await self.run_one()
+            except Exception:  # the database may be restarting: keep the worker alive
+                log.exception("worker slot %d: claiming failed", slot)
+                ran = False
+            if ran:
+                continue
+            self._wake.clear()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._wake.wait(), timeout=interval)
+
+    async def run_one(self) -> bool:
+        """Claim and run one operation; False when the queue is empty."""
+        lease = self.services.settings.operation_lease_seconds
+        operation = await ops.claim_next(self.services.pool, self.worker_id, lease)
+        if operation is None:
+            return False
+        await self._run(operation, lease)
+        return True
+
+    async def _run(self, operation: asyncpg.Record, lease: float) -> None:
+        op_id = operation["id"]
+        pool = self.services.pool
+
+        async def progress(stage: str, processed: int, total: int) -> None:
+            report: dict[str, Any] = {"stage": stage, "at": datetime.now(UTC).isoformat(),
+                                      "processed": processed, "total": total}
+            await ops.report_progress(pool, op_id, report, lease)
+
+        handler = HANDLERS.get(operation["operation_type"])
+        if handler is None:
+            await ops.fail(pool, op_id, f"unknown operation type {operation['operation_type']!r}")
+            return
+        try:
+            result = await handler(self.services, operation, progress)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            reason = getattr(exc, "message", None) or f"{type(exc).__name__}: {exc}"
+            log.warning("operation %s (%s) failed: %s", op_id, operation["operation_type"], reason)
+            await ops.fail(pool, op_id, reason)
+            return
+        await ops.complete(pool, op_id, result)

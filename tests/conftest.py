@@ -1,0 +1,132 @@
+"""Shared fixtures: one embedded PostgreSQL for the session, and real Engram servers (subprocesses
+speaking HTTP on 127.0.0.1) — one with no LLM, one whose LLM is the scripted endpoint."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+import pytest
+
+from engram.store.embedded import EmbeddedPostgres
+from tests.support.scripted_llm import ScriptedLLM
+
+ARTIFACTS = Path(__file__).parent / "artifacts"
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@pytest.fixture(scope="session")
+def pg_dsn() -> Iterator[str]:
+    home = Path(tempfile.mkdtemp(prefix="engram-test-"))
+    server = EmbeddedPostgres(home)
+    dsn = server.start()
+    try:
+        yield dsn
+    finally:
+        server.stop()
+        shutil.rmtree(home, ignore_errors=True)
+
+
+@dataclass
+class RunningServer:
+    url: str
+    process: subprocess.Popen[bytes]
+    log_path: Path
+
+    def client(self) -> httpx.Client:
+        return httpx.Client(base_url=self.url, timeout=60)
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
+
+
+def start_server(dsn: str, extra_env: dict[str, str] | None = None, name: str = "server") -> RunningServer:
+    """Run `engram serve` as a real process and wait until /health answers."""
+    port = free_port()
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("ENGRAM_", "HINDSIGHT_API_"))}
+    env.update({"ENGRAM_DATABASE_URL": dsn, "ENGRAM_WORKER_POLL_INTERVAL": "0.2", **(extra_env or {})})
+    ARTIFACTS.mkdir(exist_ok=True)
+    log_path = ARTIFACTS / f"{name}-{port}.log"
+    handle = log_path.open("wb")
+    process = subprocess.Popen(
+        [sys.executable, "-m", "engram.cli", "serve", "--host", "127.0.0.1", "--port", str(port)],
+        env=env, stdout=handle, stderr=subprocess.STDOUT,
+    )
+    server = RunningServer(f"http://127.0.0.1:{port}", process, log_path)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"server exited with {process.returncode}:\n{server.log()}")
+        try:
+            if httpx.get(server.url + "/health", timeout=1).status_code == 200:
+                return server
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.1)
+    server.stop()
+    raise RuntimeError(f"server did not become healthy:\n{server.log()}")
+
+
+@pytest.fixture(scope="session")
+def server(pg_dsn: str) -> Iterator[RunningServer]:
+    """An Engram server with no LLM configured (the offline pipeline)."""
+    running = start_server(pg_dsn, name="offline")
+    yield running
+    running.stop()
+
+
+@pytest.fixture(scope="session")
+def scripted_llm() -> Iterator[ScriptedLLM]:
+    with ScriptedLLM() as llm:
+        yield llm
+
+
+@pytest.fixture(scope="session")
+def llm_server(pg_dsn: str, scripted_llm: ScriptedLLM) -> Iterator[RunningServer]:
+    """An Engram server whose LLM is the scripted OpenAI-compatible endpoint."""
+    env = {**scripted_llm.settings_env(), "ENGRAM_LLM_MAX_RETRIES": "0", "ENGRAM_LLM_TIMEOUT": "5"}
+    running = start_server(pg_dsn, env, name="scripted-llm")
+    yield running
+    running.stop()
+
+
+@pytest.fixture
+def llm(scripted_llm: ScriptedLLM) -> Iterator[ScriptedLLM]:
+    scripted_llm.reset()
+    yield scripted_llm
+    scripted_llm.reset()
+
+
+@pytest.fixture
+def http(server: RunningServer) -> Iterator[httpx.Client]:
+    with server.client() as client:
+        yield client
+
+
+@pytest.fixture
+def bank_id() -> str:
+    return f"test-{uuid.uuid4().hex[:10]}"
