@@ -1,33 +1,88 @@
-"""Entity resolution at retain time: each fact's entity names become entity ids in the bank."""
+"""Entity resolution at retain time: each fact's entity names become entity ids of the bank.
+
+A name that matches an entity exactly (case-insensitive) is that entity. Otherwise the bank's
+trigram-similar entities are scored (entity_scoring) against the mention's context; the best match
+at ≥ 0.6 wins, else the name is new. New names of one retain that look alike merge, and the unique
+index on (bank, lower(name)) makes concurrent retains converge on one row per name."""
 
 from __future__ import annotations
 
 import uuid
+from dataclasses import dataclass
 from datetime import UTC, datetime
 
 import asyncpg
 
-from engram.store.entities import link_units_to_entities, upsert_entities
+from engram.retain import entity_scoring as scoring
+from engram.store import entities as store
 
 
-async def store_entities(
-    conn: asyncpg.Connection, bank_id: str, mentions: list[tuple[uuid.UUID, list[str], bool]]
-) -> None:
-    """mentions: (unit_id, entity names, resolve). Names resolve to existing entities of the bank by
-    case-insensitive name, or become new entities; then mentions and co-occurrences are recorded."""
-    names: dict[str, str] = {}
-    for _, entity_names, _ in mentions:
-        for name in entity_names:
-            names.setdefault(name.lower(), name)
+@dataclass
+class Mention:
+    unit_id: uuid.UUID
+    names: list[str]
+    resolve: bool = True  # False: exact names only, never a fuzzy match
+
+
+async def store_entities(conn: asyncpg.Connection, bank_id: str, mentions: list[Mention]) -> None:
+    names = {name.lower(): name for m in mentions for name in m.names if name.strip()}
     if not names:
         return
-    ids = await upsert_entities(
-        conn, bank_id, list(names.values()), ["free"] * len(names), datetime.now(UTC)
-    )
+    now = datetime.now(UTC)
+    exact = await store.find_by_names(conn, bank_id, list(names))
+    canonical = {key: row["canonical_name"] for key, row in exact.items()}
+    fuzzy_keys = {key for m in mentions if m.resolve for key in (n.lower() for n in m.names) if key not in exact}
+    if fuzzy_keys:
+        canonical.update(await _resolve_fuzzy(conn, bank_id, mentions, fuzzy_keys, exact, now))
+    new_names = [names[key] for key in names if key not in canonical]
+    merged = scoring.merge_batch_names(new_names)
+    canonical.update(merged)
+    spellings = list(dict.fromkeys(canonical.values()))
+    ids = await store.upsert_entities(conn, bank_id, spellings, ["free"] * len(spellings), now)
     pairs = [
-        (unit_id, ids[name.lower()])
-        for unit_id, entity_names, _ in mentions
-        for name in dict.fromkeys(entity_names)
-        if name.lower() in ids
+        (m.unit_id, ids[canonical[name.lower()].lower()])
+        for m in mentions
+        for name in m.names
+        if name.lower() in canonical
     ]
-    await link_units_to_entities(conn, bank_id, list(dict.fromkeys(pairs)))
+    await store.link_units_to_entities(conn, bank_id, list(dict.fromkeys(pairs)))
+
+
+async def _resolve_fuzzy(
+    conn: asyncpg.Connection,
+    bank_id: str,
+    mentions: list[Mention],
+    keys: set[str],
+    exact: dict[str, asyncpg.Record],
+    now: datetime,
+) -> dict[str, str]:
+    """Map each name in `keys` to the canonical name of the existing entity it resolves to, if any."""
+    candidates = await store.trigram_candidates(conn, bank_id, sorted(keys), scoring.CANDIDATE_SIMILARITY)
+    if not candidates:
+        return {}
+    candidate_ids = list({row["id"] for rows in candidates.values() for row in rows})
+    partners = await store.cooccurrence_partners(conn, candidate_ids)
+    degree = {row["id"]: row["mention_count"] for row in exact.values()}
+    resolved: dict[str, str] = {}
+    for key, rows in candidates.items():
+        neighbours = {
+            exact[other.lower()]["id"]
+            for m in mentions
+            if key in {n.lower() for n in m.names}
+            for other in m.names
+            if other.lower() != key and other.lower() in exact
+        }
+        options = [
+            scoring.Candidate(
+                id=row["id"],
+                name=row["canonical_name"],
+                similarity=row["similarity"],
+                last_seen=row["last_seen"],
+                partners=partners.get(row["id"], set()),
+            )
+            for row in rows
+        ]
+        match = scoring.best_match(key, options, neighbours, degree, now)
+        if match is not None:
+            resolved[key] = match[0].name
+    return resolved

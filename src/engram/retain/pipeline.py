@@ -187,7 +187,7 @@ async def _embed(pending: list[_PendingUnit]) -> None:
 async def _write(
     services: Services, bank_id: str, plans: list[DocumentPlan], pending: list[_PendingUnit], store_text: bool
 ) -> None:
-    from engram.retain.entities import store_entities
+    from engram.retain.entities import Mention, store_entities
 
     async with transaction(services.pool) as conn:
         await ensure_bank(conn, bank_id)
@@ -215,7 +215,7 @@ async def _write(
             new_chunks = [(c.chunk_id, c.index, c.text, c.content_hash) for c in plan.chunks if not c.reuse_id]
             await fw.insert_chunks(conn, bank_id, plan.document_id, new_chunks)
         await fw.insert_units(conn, bank_id, [p.row for p in pending])
-        await store_entities(conn, bank_id, [(p.row.id, p.entity_names, p.resolve) for p in pending])
+        await store_entities(conn, bank_id, [Mention(p.row.id, p.entity_names, p.resolve) for p in pending])
         ids = [p.row.id for p in pending]
         causal = [(p.row.id, pending[c].row.id) for p in pending for c in p.causes]
         await fw.insert_causal_links(conn, bank_id, causal)

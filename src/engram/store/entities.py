@@ -119,3 +119,60 @@ async def refresh_entity_counts(conn: asyncpg.Connection, entity_ids: list[uuid.
     await conn.execute(
         "DELETE FROM entities WHERE id = ANY($1::uuid[]) AND mention_count = 0", entity_ids
     )
+
+
+async def find_by_names(conn: asyncpg.Connection, bank_id: str, keys: list[str]) -> dict[str, asyncpg.Record]:
+    """Entities whose lower-cased name is in `keys`, by that key."""
+    rows = await conn.fetch(
+        """
+        SELECT id, canonical_name, lower(canonical_name) AS key, mention_count, last_seen
+        FROM entities WHERE bank_id = $1 AND lower(canonical_name) = ANY($2::text[])
+        """,
+        bank_id,
+        keys,
+    )
+    return {row["key"]: row for row in rows}
+
+
+async def trigram_candidates(
+    conn: asyncpg.Connection, bank_id: str, keys: list[str], min_similarity: float, per_name: int = 10
+) -> dict[str, list[asyncpg.Record]]:
+    """For each lower-cased name, the bank's free-form entities with trigram similarity ≥ min_similarity."""
+    rows = await conn.fetch(
+        """
+        SELECT n.key, c.id, c.canonical_name, c.similarity, c.last_seen, c.mention_count
+        FROM unnest($2::text[]) AS n(key)
+        CROSS JOIN LATERAL (
+            SELECT e.id, e.canonical_name, e.last_seen, e.mention_count,
+                   similarity(lower(e.canonical_name), n.key) AS similarity
+            FROM entities e
+            WHERE e.bank_id = $1 AND e.entity_kind = 'free' AND lower(e.canonical_name) % n.key
+            ORDER BY similarity DESC
+            LIMIT $4
+        ) c
+        WHERE c.similarity >= $3
+        """,
+        bank_id,
+        keys,
+        min_similarity,
+        per_name,
+    )
+    found: dict[str, list[asyncpg.Record]] = {}
+    for row in rows:
+        found.setdefault(row["key"], []).append(row)
+    return found
+
+
+async def cooccurrence_partners(conn: asyncpg.Connection, entity_ids: list[uuid.UUID]) -> dict[uuid.UUID, set[uuid.UUID]]:
+    rows = await conn.fetch(
+        """
+        SELECT entity_a AS id, entity_b AS partner FROM entity_cooccurrences WHERE entity_a = ANY($1::uuid[])
+        UNION ALL
+        SELECT entity_b, entity_a FROM entity_cooccurrences WHERE entity_b = ANY($1::uuid[])
+        """,
+        entity_ids,
+    )
+    partners: dict[uuid.UUID, set[uuid.UUID]] = {}
+    for row in rows:
+        partners.setdefault(row["id"], set()).add(row["partner"])
+    return partners

@@ -1,0 +1,81 @@
+"""The operations queue across processes: a separate `engram worker` picks up what a server without a
+worker accepted, and an operation left `processing` by a dead worker is reclaimed after its lease."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+import uuid
+
+import asyncpg
+import httpx
+
+from tests.conftest import ARTIFACTS, start_server
+
+
+def wait_for_status(client: httpx.Client, bank_id: str, operation_id: str, want: str, timeout: float = 30) -> dict:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        body = client.get(f"/v1/default/banks/{bank_id}/operations/{operation_id}").json()
+        if body["status"] == want:
+            return body
+        time.sleep(0.1)
+    raise AssertionError(f"operation {operation_id} never became {want}: {body}")
+
+
+def test_a_separate_worker_process_runs_queued_operations(pg_dsn: str, bank_id: str) -> None:
+    server = start_server(pg_dsn, {"ENGRAM_WORKER_ENABLED": "false"}, name="no-worker")
+    worker = None
+    try:
+        with server.client() as client:
+            accepted = client.post(
+                f"/v1/default/banks/{bank_id}/memories",
+                json={"items": [{"content": "Nadia repaired the lighthouse lamp in October."}], "async": True},
+            ).json()
+            time.sleep(0.5)
+            status = client.get(f"/v1/default/banks/{bank_id}/operations/{accepted['operation_id']}").json()
+            assert status["status"] == "pending", "nobody works in a server started without a worker"
+
+            env = {k: v for k, v in os.environ.items() if not k.startswith("ENGRAM_")}
+            env["ENGRAM_DATABASE_URL"] = pg_dsn
+            log = (ARTIFACTS / f"worker-{bank_id}.log").open("wb")
+            worker = subprocess.Popen([sys.executable, "-m", "engram.cli", "worker"], env=env, stdout=log,
+                                      stderr=subprocess.STDOUT)
+            done = wait_for_status(client, bank_id, accepted["operation_id"], "completed")
+            assert done["result_metadata"]["facts"] == 1
+            listed = client.get(f"/v1/default/banks/{bank_id}/memories/list").json()["items"]
+            assert len(listed) == 1 and listed[0]["text"].startswith("Nadia repaired the lighthouse lamp")
+    finally:
+        if worker is not None:
+            worker.terminate()
+            worker.wait(timeout=15)
+        server.stop()
+
+
+async def test_an_operation_abandoned_by_a_dead_worker_is_reclaimed(pg_dsn: str, server, bank_id: str) -> None:
+    operation_id = uuid.uuid4()
+    payload = {"items": [{"content": "Omar planted forty olive trees on the hill."}], "document_tags": None}
+    conn = await asyncpg.connect(pg_dsn)
+    try:
+        await conn.execute("INSERT INTO banks (bank_id) VALUES ($1)", bank_id)
+        # What a worker killed mid-operation leaves behind: `processing`, its lease already expired.
+        await conn.execute(
+            """
+            INSERT INTO async_operations (id, bank_id, operation_type, status, payload, items_count, worker_id,
+                                          lease_expires_at, started_at)
+            VALUES ($1, $2, 'retain', 'processing', $3::jsonb, 1, 'dead-worker', now() - interval '1 second', now())
+            """,
+            operation_id,
+            bank_id,
+            json.dumps(payload),
+        )
+    finally:
+        await conn.close()
+    with server.client() as client:
+        done = wait_for_status(client, bank_id, str(operation_id), "completed")
+        assert done["status"] == "completed"
+        texts = [m["text"] for m in client.get(f"/v1/default/banks/{bank_id}/memories/list").json()["items"]]
+        assert len(texts) == 1 and texts[0].startswith("Omar planted forty olive trees"), "stored exactly once"

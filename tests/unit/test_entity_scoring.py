@@ -1,0 +1,80 @@
+"""The entity resolution scorer on the seed's examples (name 50 %, co-occurrence 30 %, recency 20 %,
+match at 0.6)."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from engram.retain.entity_scoring import (
+    Candidate,
+    best_match,
+    merge_batch_names,
+    score,
+    trigram_similarity,
+    words_compatible,
+)
+
+NOW = datetime(2024, 6, 10, 12, 0, tzinfo=UTC)
+GOOGLE, TENSORFLOW, PARIS, USER = (uuid.uuid4() for _ in range(4))
+DEGREE = {GOOGLE: 3, TENSORFLOW: 2, PARIS: 4, USER: 400}
+
+
+def alice_chen(last_seen: datetime, partners: set[uuid.UUID]) -> Candidate:
+    return Candidate(uuid.uuid4(), "Alice Chen", trigram_similarity("Alice", "Alice Chen"), last_seen, partners)
+
+
+def test_alice_with_alice_chens_colleagues_this_week_merges() -> None:
+    candidate = alice_chen(NOW - timedelta(days=2), {GOOGLE, TENSORFLOW})
+    match = best_match("Alice", [candidate], {GOOGLE, TENSORFLOW}, DEGREE, NOW)
+    assert match is not None and match[0] is candidate
+    assert match[1] >= 0.6
+
+
+def test_alice_in_another_context_weeks_later_is_someone_new() -> None:
+    candidate = alice_chen(NOW - timedelta(weeks=5), {GOOGLE, TENSORFLOW})
+    assert best_match("Alice", [candidate], {PARIS}, DEGREE, NOW) is None
+
+
+def test_partial_name_without_context_creates_a_new_entity() -> None:
+    candidate = alice_chen(NOW - timedelta(hours=1), {GOOGLE})
+    assert best_match("Alice", [candidate], set(), DEGREE, NOW) is None
+
+
+def test_same_name_in_a_different_context_scores_below_the_threshold() -> None:
+    old_namesake = Candidate(uuid.uuid4(), "Jordan", 1.0, NOW - timedelta(days=60), {PARIS})
+    assert score(old_namesake, {GOOGLE, TENSORFLOW}, DEGREE, NOW) < 0.6
+    recent_colleague = Candidate(uuid.uuid4(), "Jordan", 1.0, NOW - timedelta(days=1), {GOOGLE})
+    assert score(recent_colleague, {GOOGLE, TENSORFLOW}, DEGREE, NOW) >= 0.6
+
+
+def test_a_hub_neighbour_does_not_force_a_merge() -> None:
+    candidate = alice_chen(NOW - timedelta(days=2), {USER, GOOGLE, TENSORFLOW})
+    # "user" co-occurs with everything: sharing only it proves little.
+    assert best_match("Alice", [candidate], {USER, PARIS}, DEGREE, NOW) is None
+    assert best_match("Alice", [candidate], {USER, GOOGLE, TENSORFLOW}, DEGREE, NOW) is not None
+
+
+@pytest.mark.parametrize(
+    ("a", "b", "compatible"),
+    [
+        ("Room 101", "Room 102", False),
+        ("Room 101", "room 101", True),
+        ("Alice", "Alice Chen", True),
+        ("Alice Chen", "Alice Wong", False),
+        ("Dr. Smith", "Smith", True),
+        ("Caroline", "Carolin", True),
+        ("Google", "Goodle Maps", False),
+    ],
+)
+def test_word_compatibility_gate(a: str, b: str, compatible: bool) -> None:
+    assert words_compatible(a, b) is compatible
+
+
+def test_similar_new_names_in_one_batch_merge_into_the_longest() -> None:
+    merged = merge_batch_names(["Alice", "Alice Chen", "Bob", "Room 101", "Room 102"])
+    assert merged["alice"] == "Alice Chen"
+    assert merged["bob"] == "Bob"
+    assert merged["room 101"] == "Room 101" and merged["room 102"] == "Room 102"
