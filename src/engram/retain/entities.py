@@ -39,13 +39,12 @@ async def store_entities(conn: asyncpg.Connection, bank_id: str, mentions: list[
     canonical.update(merged)
     spellings = list(dict.fromkeys(canonical.values()))
     ids = await store.upsert_entities(conn, bank_id, spellings, ["free"] * len(spellings), now)
-    pairs = [
-        (m.unit_id, ids[canonical[name.lower()].lower()])
-        for m in mentions
-        for name in m.names
-        if name.lower() in canonical
-    ]
-    await store.link_units_to_entities(conn, bank_id, list(dict.fromkeys(pairs)))
+    links: dict[tuple[uuid.UUID, uuid.UUID], str] = {}
+    for m in mentions:
+        for name in m.names:
+            if name.lower() in canonical:
+                links.setdefault((m.unit_id, ids[canonical[name.lower()].lower()]), name)
+    await store.link_units_to_entities(conn, bank_id, [(u, e, name) for (u, e), name in links.items()])
 
 
 async def _resolve_fuzzy(

@@ -39,21 +39,23 @@ async def upsert_entities(
 
 
 async def link_units_to_entities(
-    conn: asyncpg.Connection, bank_id: str, pairs: list[tuple[uuid.UUID, uuid.UUID]]
+    conn: asyncpg.Connection, bank_id: str, links: list[tuple[uuid.UUID, uuid.UUID, str]]
 ) -> None:
-    """pairs: (unit_id, entity_id). Also bumps mention counts and co-occurrence counts."""
-    if not pairs:
+    """links: (unit_id, entity_id, the name as written), one per unit and entity. Also bumps mention
+    counts and co-occurrence counts."""
+    if not links:
         return
-    units = [u for u, _ in pairs]
-    ents = [e for _, e in pairs]
+    units = [u for u, _, _ in links]
+    ents = [e for _, e, _ in links]
     await conn.execute(
         """
-        INSERT INTO unit_entities (unit_id, entity_id, bank_id)
-        SELECT u, e, $1 FROM unnest($2::uuid[], $3::uuid[]) AS t(u, e) ON CONFLICT DO NOTHING
+        INSERT INTO unit_entities (unit_id, entity_id, bank_id, mention)
+        SELECT u, e, $1, n FROM unnest($2::uuid[], $3::uuid[], $4::text[]) AS t(u, e, n) ON CONFLICT DO NOTHING
         """,
         bank_id,
         units,
         ents,
+        [n for _, _, n in links],
     )
     await conn.execute(
         """

@@ -95,6 +95,7 @@ CREATE TABLE unit_entities (
     unit_id   uuid NOT NULL REFERENCES memory_units ON DELETE CASCADE,
     entity_id uuid NOT NULL REFERENCES entities ON DELETE CASCADE,
     bank_id   text NOT NULL,
+    mention   text,  -- the name as the fact wrote it: an entity's aliases are its distinct mentions
     PRIMARY KEY (unit_id, entity_id)
 );
 CREATE INDEX unit_entities_entity ON unit_entities (entity_id);
