@@ -12,6 +12,7 @@ import tempfile
 import time
 import uuid
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -40,6 +41,39 @@ def pg_dsn() -> Iterator[str]:
     finally:
         server.stop()
         shutil.rmtree(home, ignore_errors=True)
+
+
+def _admin(dsn: str, sql: str) -> None:
+    import asyncio
+
+    import asyncpg
+
+    async def run() -> None:
+        conn = await asyncpg.connect(dsn)
+        try:
+            await conn.execute(sql)
+        finally:
+            await conn.close()
+
+    asyncio.run(run())
+
+
+@contextmanager
+def separate_database(pg_dsn: str) -> Iterator[str]:
+    """A database of its own on the session's PostgreSQL. Servers sharing a database share the
+    operations queue (that is how workers scale out), so each test server gets its own."""
+    name = f"engram_{uuid.uuid4().hex[:8]}"
+    _admin(pg_dsn, f"CREATE DATABASE {name}")
+    try:
+        yield pg_dsn.replace("/engram?", f"/{name}?")
+    finally:
+        _admin(pg_dsn, f"DROP DATABASE {name} WITH (FORCE)")
+
+
+@pytest.fixture
+def isolated_dsn(pg_dsn: str) -> Iterator[str]:
+    with separate_database(pg_dsn) as dsn:
+        yield dsn
 
 
 @dataclass
@@ -107,11 +141,12 @@ def scripted_llm() -> Iterator[ScriptedLLM]:
 
 @pytest.fixture(scope="session")
 def llm_server(pg_dsn: str, scripted_llm: ScriptedLLM) -> Iterator[RunningServer]:
-    """An Engram server whose LLM is the scripted OpenAI-compatible endpoint."""
+    """An Engram server whose LLM is the scripted OpenAI-compatible endpoint (its own database)."""
     env = {**scripted_llm.settings_env(), "ENGRAM_LLM_MAX_RETRIES": "0", "ENGRAM_LLM_TIMEOUT": "5"}
-    running = start_server(pg_dsn, env, name="scripted-llm")
-    yield running
-    running.stop()
+    with separate_database(pg_dsn) as dsn:
+        running = start_server(dsn, env, name="scripted-llm")
+        yield running
+        running.stop()
 
 
 @pytest.fixture

@@ -26,8 +26,8 @@ def wait_for_status(client: httpx.Client, bank_id: str, operation_id: str, want:
     raise AssertionError(f"operation {operation_id} never became {want}: {body}")
 
 
-def test_a_separate_worker_process_runs_queued_operations(pg_dsn: str, bank_id: str) -> None:
-    server = start_server(pg_dsn, {"ENGRAM_WORKER_ENABLED": "false"}, name="no-worker")
+def test_a_separate_worker_process_runs_queued_operations(isolated_dsn: str, bank_id: str) -> None:
+    server = start_server(isolated_dsn, {"ENGRAM_WORKER_ENABLED": "false"}, name="no-worker")
     worker = None
     try:
         with server.client() as client:
@@ -40,7 +40,7 @@ def test_a_separate_worker_process_runs_queued_operations(pg_dsn: str, bank_id: 
             assert status["status"] == "pending", "nobody works in a server started without a worker"
 
             env = {k: v for k, v in os.environ.items() if not k.startswith("ENGRAM_")}
-            env["ENGRAM_DATABASE_URL"] = pg_dsn
+            env["ENGRAM_DATABASE_URL"] = isolated_dsn
             log = (ARTIFACTS / f"worker-{bank_id}.log").open("wb")
             worker = subprocess.Popen([sys.executable, "-m", "engram.cli", "worker"], env=env, stdout=log,
                                       stderr=subprocess.STDOUT)
