@@ -8,10 +8,20 @@ from typing import Any
 from engram.errors import InvalidInput
 from engram.settings import BANK_SETTINGS, BankSetting, normalise_setting_name
 
-# Checks beyond the JSON type, run on PATCH. Each returns an error message or None. Later features
-# (entity labels, consolidation strategies) register theirs here.
+# Checks beyond the JSON type, run on PATCH. Each raises ValueError("<path>: <problem>"), the path
+# starting with the setting's name (e.g. "entity_labels[2].values: ..."). Features that own a
+# structured setting (entity labels, consolidation strategies) register theirs here.
 ValueCheck = Any
 VALUE_CHECKS: dict[str, ValueCheck] = {}
+
+
+def _register_checks() -> None:
+    from engram.retain.label_config import parse_label_groups
+
+    VALUE_CHECKS["entity_labels"] = parse_label_groups
+
+
+_register_checks()
 
 
 def resolve_config(env_defaults: dict[str, Any], overrides: dict[str, Any]) -> dict[str, Any]:
@@ -56,7 +66,11 @@ def validate_updates(updates: dict[str, Any]) -> dict[str, Any]:
         if not _type_ok(setting, value):
             raise InvalidInput(f"updates.{key}", f"must be a {_kind_name(setting)}")
         check = VALUE_CHECKS.get(key)
-        problem = check(value) if check and value is not None else None
-        if problem:
-            raise InvalidInput(f"updates.{key}", problem)
+        if check is None or value is None:
+            continue
+        try:
+            check(value)
+        except ValueError as exc:
+            path, _, problem = str(exc).partition(": ")
+            raise InvalidInput(f"updates.{path}", problem or str(exc)) from None
     return normalised

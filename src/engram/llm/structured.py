@@ -34,13 +34,16 @@ async def generate_structured(
     max_tokens: int | None = None,
     max_attempts: int = 3,
     schema_name: str | None = None,
+    json_schema: dict[str, Any] | None = None,
 ) -> tuple[Output, TokenUsage]:
     """Call `provider` until it answers a valid `output_model`, at most `max_attempts` calls.
 
     The schema name defaults to the model's class name, which is also what a scripted test server
-    can match on. Provider failures (network, HTTP) propagate at once: the provider already retried.
+    can match on. `json_schema` replaces the schema sent to the provider when it must be stricter
+    than what is accepted (enums the caller filters itself). Provider failures (network, HTTP)
+    propagate at once: the provider already retried.
     """
-    schema = output_model.model_json_schema()
+    schema = json_schema or output_model.model_json_schema()
     name = schema_name or output_model.__name__
     conversation = list(messages)
     usage = TokenUsage()

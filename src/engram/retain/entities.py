@@ -8,7 +8,7 @@ index on (bank, lower(name)) makes concurrent retains converge on one row per na
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 import asyncpg
@@ -22,13 +22,24 @@ class Mention:
     unit_id: uuid.UUID
     names: list[str]
     resolve: bool = True  # False: exact names only, never a fuzzy match
+    labels: list[str] = field(default_factory=list)  # `key:value` label entities: exact names only
 
 
 async def store_entities(conn: asyncpg.Connection, bank_id: str, mentions: list[Mention]) -> None:
+    now = datetime.now(UTC)
+    links = await _label_links(conn, bank_id, mentions, now)
+    links.update(await _free_form_links(conn, bank_id, mentions, now))
+    # One call, so co-occurrences are counted across labels and free-form entities alike.
+    await store.link_units_to_entities(conn, bank_id, [(u, e, name) for (u, e), name in links.items()])
+
+
+Links = dict[tuple[uuid.UUID, uuid.UUID], str]
+
+
+async def _free_form_links(conn: asyncpg.Connection, bank_id: str, mentions: list[Mention], now: datetime) -> Links:
     names = {name.lower(): name for m in mentions for name in m.names if name.strip()}
     if not names:
-        return
-    now = datetime.now(UTC)
+        return {}
     exact = await store.find_by_names(conn, bank_id, list(names))
     canonical = {key: row["canonical_name"] for key, row in exact.items()}
     fuzzy_keys = {key for m in mentions if m.resolve for key in (n.lower() for n in m.names) if key not in exact}
@@ -39,12 +50,21 @@ async def store_entities(conn: asyncpg.Connection, bank_id: str, mentions: list[
     canonical.update(merged)
     spellings = list(dict.fromkeys(canonical.values()))
     ids = await store.upsert_entities(conn, bank_id, spellings, ["free"] * len(spellings), now)
-    links: dict[tuple[uuid.UUID, uuid.UUID], str] = {}
+    links: Links = {}
     for m in mentions:
         for name in m.names:
             if name.lower() in canonical:
                 links.setdefault((m.unit_id, ids[canonical[name.lower()].lower()]), name)
-    await store.link_units_to_entities(conn, bank_id, [(u, e, name) for (u, e), name in links.items()])
+    return links
+
+
+async def _label_links(conn: asyncpg.Connection, bank_id: str, mentions: list[Mention], now: datetime) -> Links:
+    """Label entities resolve by exact name only: never fuzzily, never into a free-form entity."""
+    labels = list(dict.fromkeys(label for m in mentions for label in m.labels))
+    if not labels:
+        return {}
+    ids = await store.upsert_entities(conn, bank_id, labels, ["label"] * len(labels), now)
+    return {(m.unit_id, ids[label.lower()]): label for m in mentions for label in m.labels}
 
 
 async def _resolve_fuzzy(

@@ -6,9 +6,11 @@ from __future__ import annotations
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, create_model
 
 from engram.retain.facts import ExtractedFact
+from engram.retain.label_config import LabelGroup
+from engram.retain.labels import build_labels_model, label_entities, prompt_section
 
 if TYPE_CHECKING:
     from engram.llm.base import LLMProvider, TokenUsage
@@ -60,6 +62,15 @@ Rules:
 """
 
 
+def output_model(groups: list[LabelGroup], *, strict: bool = True) -> type[BaseModel]:
+    """The schema the LLM must answer with: with label groups, each fact carries a typed `labels`."""
+    if not groups:
+        return ExtractionOutput
+    labels = build_labels_model(groups, strict=strict)
+    fact = create_model("LLMFact", __base__=LLMFact, labels=(labels | None, None))  # type: ignore[call-overload]
+    return create_model("ExtractionOutput", facts=(list[fact], ...))  # type: ignore[call-overload]
+
+
 def build_messages(
     chunk: str,
     *,
@@ -67,8 +78,11 @@ def build_messages(
     context: str | None,
     mission: str | None,
     custom_instructions: str | None,
+    label_groups: list[LabelGroup] | None = None,
 ) -> list[dict[str, Any]]:
     system = SYSTEM_PROMPT
+    if label_groups:
+        system += "\n" + prompt_section(label_groups) + "\n"
     if mission:
         system += f"\nFocus of this memory bank: {mission}\n"
     if custom_instructions:
@@ -88,8 +102,9 @@ def _parse_iso(value: str | None) -> datetime | None:
     return parse_timestamp(value)
 
 
-def to_extracted(facts: list[LLMFact]) -> list[ExtractedFact]:
-    """Convert the LLM's facts, dropping empty ones and causes that do not point backwards."""
+def to_extracted(facts: list[LLMFact], groups: list[LabelGroup] | None = None) -> list[ExtractedFact]:
+    """Convert the LLM's facts, dropping empty ones, causes that do not point backwards and labels
+    outside the vocabulary."""
     out: list[ExtractedFact] = []
     index_map: dict[int, int] = {}
     for original_index, fact in enumerate(facts):
@@ -101,6 +116,8 @@ def to_extracted(facts: list[LLMFact]) -> list[ExtractedFact]:
             if rel.caused_by in index_map and rel.caused_by < original_index
         ][:MAX_CAUSES_PER_FACT]
         index_map[original_index] = len(out)
+        raw_labels = getattr(fact, "labels", None)
+        labels, label_tags = label_entities(groups or [], raw_labels.model_dump() if raw_labels else None)
         out.append(
             ExtractedFact(
                 what=fact.what,
@@ -114,6 +131,8 @@ def to_extracted(facts: list[LLMFact]) -> list[ExtractedFact]:
                 occurred_end=_parse_iso(fact.occurred_end) or _parse_iso(fact.occurred_start),
                 entities=[e for e in dict.fromkeys(e.strip() for e in fact.entities) if e],
                 causal_parents=parents,
+                labels=labels,
+                label_tags=label_tags,
             )
         )
     return out
@@ -127,11 +146,17 @@ async def extract_with_llm(
     context: str | None,
     mission: str | None = None,
     custom_instructions: str | None = None,
+    label_groups: list[LabelGroup] | None = None,
 ) -> tuple[list[ExtractedFact], TokenUsage]:
     from engram.llm.structured import generate_structured
 
     messages = build_messages(
-        chunk, said_at=said_at, context=context, mission=mission, custom_instructions=custom_instructions
+        chunk, said_at=said_at, context=context, mission=mission, custom_instructions=custom_instructions,
+        label_groups=label_groups,
     )
-    output, usage = await generate_structured(provider, messages, ExtractionOutput, temperature=0.1)
-    return to_extracted(output.facts), usage
+    groups = label_groups or []
+    output, usage = await generate_structured(
+        provider, messages, output_model(groups, strict=False), temperature=0.1,
+        json_schema=output_model(groups, strict=True).model_json_schema(),
+    )
+    return to_extracted(output.facts, label_groups), usage

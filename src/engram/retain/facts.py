@@ -21,6 +21,8 @@ class ExtractedFact:
     occurred_end: datetime | None = None
     entities: list[str] = field(default_factory=list)
     causal_parents: list[int] = field(default_factory=list)
+    labels: list[str] = field(default_factory=list)  # `key:value` entities of the bank's vocabulary
+    label_tags: list[str] = field(default_factory=list)  # the labels whose group has `tag: true`
 
     def stored_text(self) -> str:
         """`what | When: … | Involving: … | why`: one line that reads well to an LLM and a person."""

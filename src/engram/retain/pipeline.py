@@ -11,10 +11,13 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 from engram.errors import Conflict
 from engram.llm.base import TokenUsage
 from engram.retain.chunking import chunk_text
 from engram.retain.facts import ExtractedFact, embedding_text
+from engram.retain.label_config import LabelGroup, groups_from_config
 from engram.retain.prepare import PreparedItem
 from engram.store import facts_write as fw
 from engram.store.banks import ensure_bank
@@ -98,7 +101,7 @@ def _group_by_document(items: list[PreparedItem]) -> list[list[PreparedItem]]:
 
 
 async def _extract(services: Services, plans: list[DocumentPlan], config: dict[str, Any],
-                   progress: Progress | None) -> TokenUsage:
+                   groups: list[LabelGroup], progress: Progress | None) -> TokenUsage:
     """Fill each new chunk's facts, with the LLM when one is configured, offline otherwise."""
     todo = [(plan, chunk) for plan in plans for chunk in plan.chunks if chunk.reuse_id is None]
     usage = TokenUsage()
@@ -119,6 +122,7 @@ async def _extract(services: Services, plans: list[DocumentPlan], config: dict[s
                     context=item.context,
                     mission=config.get("retain_mission"),
                     custom_instructions=config.get("retain_custom_instructions"),
+                    label_groups=groups,
                 )
                 usage = usage + used
             else:
@@ -142,7 +146,7 @@ class _PendingUnit:
     resolve: bool = True  # False: the caller's entities match existing names exactly, never fuzzily
 
 
-def _build_units(plans: list[DocumentPlan]) -> list[_PendingUnit]:
+def _build_units(plans: list[DocumentPlan], allow_free_form: bool) -> list[_PendingUnit]:
     pending: list[_PendingUnit] = []
     for plan in plans:
         item = plan.items[0]
@@ -150,7 +154,7 @@ def _build_units(plans: list[DocumentPlan]) -> list[_PendingUnit]:
             base = len(pending)
             for fact in chunk.facts:
                 text = fact.stored_text()
-                names = list(dict.fromkeys([*fact.entities, *item.entities]))
+                names = list(dict.fromkeys([*fact.entities, *item.entities])) if allow_free_form else []
                 row = fw.UnitRow(
                     id=uuid.uuid4(),
                     document_id=plan.document_id,
@@ -163,7 +167,7 @@ def _build_units(plans: list[DocumentPlan]) -> list[_PendingUnit]:
                     occurred_start=fact.occurred_start,
                     occurred_end=fact.occurred_end,
                     mentioned_at=item.said_at,
-                    tags=item.tags,
+                    tags=list(dict.fromkeys([*item.tags, *fact.label_tags])),
                     metadata=item.metadata,
                     observation_scopes=item.observation_scopes,
                 )
@@ -182,6 +186,18 @@ async def _embed(pending: list[_PendingUnit]) -> None:
     vectors = await asyncio.to_thread(embedder().embed, texts)
     for p, vector in zip(pending, vectors, strict=False):
         p.row.embedding = vector
+
+
+def _label_offline(groups: list[LabelGroup], pending: list[_PendingUnit]) -> None:
+    from engram.models.embedder import embedder
+    from engram.retain.labels_offline import classify
+
+    if not pending:
+        return
+    vectors = np.stack([p.row.embedding for p in pending])
+    for p, (labels, tags) in zip(pending, classify(groups, vectors, embedder().embed)):
+        p.fact.labels = labels
+        p.row.tags = list(dict.fromkeys([*p.row.tags, *tags]))
 
 
 async def _write(
@@ -215,7 +231,9 @@ async def _write(
             new_chunks = [(c.chunk_id, c.index, c.text, c.content_hash) for c in plan.chunks if not c.reuse_id]
             await fw.insert_chunks(conn, bank_id, plan.document_id, new_chunks)
         await fw.insert_units(conn, bank_id, [p.row for p in pending])
-        await store_entities(conn, bank_id, [Mention(p.row.id, p.entity_names, p.resolve) for p in pending])
+        await store_entities(
+            conn, bank_id, [Mention(p.row.id, p.entity_names, p.resolve, p.fact.labels) for p in pending]
+        )
         ids = [p.row.id for p in pending]
         causal = [(p.row.id, pending[c].row.id) for p in pending for c in p.causes]
         await fw.insert_causal_links(conn, bank_id, causal)
@@ -243,11 +261,14 @@ async def retain_items(
     chunk_size = int(config.get("retain_chunk_size") or 3000)
     async with services.pool.acquire() as conn:
         plans = [await _plan_document(conn, bank_id, group, chunk_size) for group in _group_by_document(items)]
-    usage = await _extract(services, plans, config, progress)
-    pending = _build_units(plans)
+    groups = groups_from_config(config)
+    usage = await _extract(services, plans, config, groups, progress)
+    pending = _build_units(plans, bool(config.get("entities_allow_free_form", True)))
     if progress:
         await progress("embedding", 0, len(pending))
     await _embed(pending)
+    if groups and services.llm is None:
+        await asyncio.to_thread(_label_offline, groups, pending)
     if progress:
         await progress("writing", 0, len(pending))
     await _write(services, bank_id, plans, pending, bool(config.get("store_document_text", True)))
