@@ -105,26 +105,13 @@ async def recall(services: Services, bank_id: str, request: RecallRequest) -> Re
     top_ids = sorted(fused, key=fused.__getitem__, reverse=True)[:limit]
     rows = await fetch_candidates(services.pool, top_ids, query_vector)
 
-    keyword_scores = dict(ranked.get("keyword", []))
-    top_fused = max(fused.values(), default=1.0)
-    scored = []
-    for unit_id in top_ids:
-        row = rows.get(unit_id)
-        if row is None:
-            continue
-        base = fused[unit_id] / top_fused
-        when = row["occurred_start"] or row["mentioned_at"] or row["created_at"]
-        final = (
-            base
-            * recency_factor(when, now)
-            * temporal_factor(row["occurred_start"] or row["mentioned_at"], row["occurred_end"], window)
-            * proof_factor(row["fact_type"], row["proof_count"])
-        )
-        scores = RecallScores(final=final, semantic=float(row["similarity"]), keyword=keyword_scores.get(unit_id))
-        scored.append((final, unit_id, scores))
-    scored.sort(key=lambda s: s[0], reverse=True)
-    if request.min_scores and request.min_scores.final is not None:
-        scored = [s for s in scored if s[0] >= request.min_scores.final]
+    reranked = await _rerank(services, config, request.query, top_ids, rows, timings)
+    scored = _score(top_ids, rows, fused, reranked, dict(ranked.get("keyword", [])), now, window)
+    floors = request.min_scores
+    if floors and floors.reranker is not None and reranked:
+        scored = [s for s in scored if (s[2].reranker or 0.0) >= floors.reranker]
+    if floors and floors.final is not None:
+        scored = [s for s in scored if s[0] >= floors.final]
 
     results = [to_result(rows[unit_id], scores) for _, unit_id, scores in scored]
     prefer = request.prefer_observations
@@ -150,6 +137,53 @@ async def recall(services: Services, bank_id: str, request: RecallRequest) -> Re
     return response
 
 
+RERANK_MAX_CANDIDATES = 300
+
+
+async def _rerank(
+    services: Services, config: dict[str, Any], query: str, top_ids: list[uuid.UUID],
+    rows: dict[uuid.UUID, Any], timings: dict[str, float],
+) -> dict[uuid.UUID, float]:
+    """Cross-encoder scores for the best ≤ 300 fused candidates, when a local model is configured."""
+    path = services.settings.reranker_model_path
+    if not path or not config.get("enable_reranking", True):
+        return {}
+    from engram.recall.rerank import cross_encoder
+
+    ids = [uid for uid in top_ids if uid in rows][:RERANK_MAX_CANDIDATES]
+    model = cross_encoder(path)
+    scores = await _timed("rerank", timings, asyncio.to_thread(model.score, query, [rows[u]["text"] for u in ids]))
+    return dict(zip(ids, (float(s) for s in scores)))
+
+
+def _score(
+    top_ids: list[uuid.UUID], rows: dict[uuid.UUID, Any], fused: dict[uuid.UUID, float],
+    reranked: dict[uuid.UUID, float], keyword_scores: dict[uuid.UUID, float], now: datetime,
+    window: tuple[datetime, datetime] | None,
+) -> list[tuple[float, uuid.UUID, RecallScores]]:
+    """Final scores, best first: the reranker's score (or the fused rank, scaled to the best) times
+    the recency, temporal-proximity and proof-count boosts."""
+    top_fused = max(fused.values(), default=1.0)
+    scored = []
+    for unit_id in top_ids:
+        row = rows.get(unit_id)
+        if row is None or (reranked and unit_id not in reranked):
+            continue
+        base = reranked[unit_id] if reranked else fused[unit_id] / top_fused
+        when = row["occurred_start"] or row["mentioned_at"] or row["created_at"]
+        final = (
+            base
+            * recency_factor(when, now)
+            * temporal_factor(row["occurred_start"] or row["mentioned_at"], row["occurred_end"], window)
+            * proof_factor(row["fact_type"], row["proof_count"])
+        )
+        scores = RecallScores(final=final, reranker=reranked.get(unit_id), semantic=float(row["similarity"]),
+                              keyword=keyword_scores.get(unit_id))
+        scored.append((final, unit_id, scores))
+    scored.sort(key=lambda s: s[0], reverse=True)
+    return scored
+
+
 def _trace(
     request: RecallRequest, ranked: dict[str, arms.Ranked], fused: dict[uuid.UUID, float],
     scored: list[tuple[float, uuid.UUID, RecallScores]], timings: dict[str, float],
@@ -163,6 +197,7 @@ def _trace(
         "temporal_window": {"start": window[0].isoformat(), "end": window[1].isoformat()} if window else None,
         "arms": {name: {"count": len(lst), "ms": timings.get(name)} for name, lst in ranked.items()},
         "embed_ms": timings.get("embed"),
+        "rerank_ms": timings.get("rerank"),
         "total_ms": round((time.perf_counter() - started) * 1000, 2),
         "results": [
             {
