@@ -16,9 +16,14 @@ VALUE_CHECKS: dict[str, ValueCheck] = {}
 
 
 def _register_checks() -> None:
+    from engram.consolidate.scopes import validate_scope_spec
+    from engram.consolidate.strategies import check_scope_limits, check_strategies
     from engram.retain.label_config import parse_label_groups
 
     VALUE_CHECKS["entity_labels"] = parse_label_groups
+    VALUE_CHECKS["consolidation_strategies"] = check_strategies
+    VALUE_CHECKS["observation_scope_limits"] = check_scope_limits
+    VALUE_CHECKS["default_observation_scopes"] = lambda raw: validate_scope_spec(raw, "default_observation_scopes")
 
 
 _register_checks()

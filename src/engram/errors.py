@@ -59,6 +59,10 @@ class LLMError(EngramError):
     status = 502
 
 
+class InvalidLLMOutput(LLMError):
+    """The LLM answered, but never with output that validates (after the bounded retries)."""
+
+
 class StoreUnavailable(EngramError):
     """The database cannot be reached or started."""
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -17,6 +18,11 @@ class Services:
     store: Store
     llm: LLMProvider | None = None
     extras: dict[str, Any] = field(default_factory=dict)
+    wake: Callable[[], None] | None = None  # set by the in-process worker: look at the queue now
+
+    def wake_worker(self) -> None:
+        if self.wake is not None:
+            self.wake()
 
     @property
     def pool(self):  # noqa: ANN201 - asyncpg.Pool, kept out of the import path

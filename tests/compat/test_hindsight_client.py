@@ -250,8 +250,9 @@ def test_recall_filters_by_tags(
     results = client.recall(tagged_bank, "red dashboard", tags=tags, tags_match=mode).results
     found = {i for i, (text, _) in enumerate(TAGGED_NOTES) if any(r.text == text for r in results)}
     assert found == expected
+    tags_by_text = dict(TAGGED_NOTES)
     for result in results:
-        assert set(result.tags or []) == set(TAGGED_NOTES[[t for t, _ in TAGGED_NOTES].index(result.text)][1])
+        assert set(result.tags or []) == set(tags_by_text[result.text]), "each result carries its own tags"
 
 
 def test_recall_filters_by_type(client: Hindsight, tagged_bank: str) -> None:

@@ -12,7 +12,7 @@ from contextlib import asynccontextmanager
 from fastapi import FastAPI
 
 from engram import __version__
-from engram.api import banks, documents, entities, health, memories, operations
+from engram.api import banks, consolidation, documents, entities, health, memories, observations, operations
 from engram.api.errors import install_error_handlers
 from engram.services import Services
 from engram.settings import Settings
@@ -68,6 +68,6 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     app = FastAPI(title="Engram", version=__version__, lifespan=lifespan)
     install_error_handlers(app)
-    for module in (health, banks, memories, documents, entities, operations):
+    for module in (health, banks, memories, documents, entities, consolidation, observations, operations):
         app.include_router(module.router)
     return app

@@ -7,6 +7,7 @@ from typing import Any
 from fastapi import APIRouter, Depends, Query
 
 from engram.api.deps import require_bank, services
+from engram.consolidate.trigger import after_memory_change
 from engram.errors import InvalidInput, NotFound
 from engram.recall.rows import iso
 from engram.services import Services
@@ -73,6 +74,7 @@ async def delete_document(bank_id: str, document_id: str, svc: Services = Depend
     deleted = await store.delete_document(svc.pool, bank_id, document_id)
     if deleted is None:
         raise NotFound(f"document '{document_id}' not found in bank '{bank_id}'")
+    await after_memory_change(svc, bank_id)
     return {"success": True, "message": f"document '{document_id}' deleted", "document_id": document_id,
             "memory_units_deleted": deleted}
 

@@ -12,7 +12,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from engram.errors import LLMError
+from engram.errors import InvalidLLMOutput
 from engram.llm.base import LLMProvider, TokenUsage, excerpt
 
 Output = TypeVar("Output", bound=BaseModel)
@@ -68,7 +68,7 @@ async def generate_structured(
             {"role": "assistant", "content": response.text or ""},
             {"role": "user", "content": correction_prompt(last_error)},
         ]
-    raise LLMError(
+    raise InvalidLLMOutput(
         f"LLM provider '{provider.name}' (model {provider.model}) did not return valid "
         f"{output_model.__name__} after {max(1, max_attempts)} attempts: {last_error}"
     )

@@ -223,9 +223,7 @@ async def _write(
                                "timestamp": item.said_at.isoformat() if item.said_at else "unset"},
                 observation_scopes=item.observation_scopes,
             )
-            deleted = await fw.delete_document_units_except(conn, bank_id, plan.document_id, plan.keep_chunk_ids)
-            if deleted:
-                await _forget_units(conn, deleted)
+            await fw.delete_document_units_except(conn, bank_id, plan.document_id, plan.keep_chunk_ids)
             reused = [c for c in plan.chunks if c.reuse_id]
             await fw.reindex_chunks(conn, [c.reuse_id for c in reused], [c.index for c in reused])
             new_chunks = [(c.chunk_id, c.index, c.text, c.content_hash) for c in plan.chunks if not c.reuse_id]
@@ -239,15 +237,6 @@ async def _write(
         await fw.insert_causal_links(conn, bank_id, causal)
         await fw.insert_temporal_links(conn, bank_id, ids)
         await fw.insert_semantic_links(conn, bank_id, ids)
-
-
-async def _forget_units(conn: Any, unit_ids: list[uuid.UUID]) -> None:
-    """Entity bookkeeping after facts were replaced (mention counts, co-occurrences, orphans)."""
-    from engram.store.entities import refresh_entity_counts
-
-    entity_ids = [row["entity_id"] for row in await conn.fetch(
-        "SELECT DISTINCT entity_id FROM unit_entities WHERE unit_id = ANY($1::uuid[])", unit_ids)]
-    await refresh_entity_counts(conn, entity_ids)
 
 
 async def retain_items(
@@ -273,4 +262,7 @@ async def retain_items(
         await progress("writing", 0, len(pending))
     await _write(services, bank_id, plans, pending, bool(config.get("store_document_text", True)))
     log.info("retained %d items into %s: %d facts", len(items), bank_id, len(pending))
+    from engram.consolidate.trigger import after_memory_change
+
+    await after_memory_change(services, bank_id)
     return RetainOutcome(items_count=len(items), unit_ids=[p.row.id for p in pending], usage=usage)

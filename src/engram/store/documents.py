@@ -59,7 +59,7 @@ async def delete_document(conn: Conn, bank_id: str, document_id: str) -> int | N
             return None
         deleted = await delete_units_where(tx, "m.bank_id = $1 AND m.document_id = $2", bank_id, document_id)
         await tx.execute("DELETE FROM documents WHERE bank_id = $1 AND id = $2", bank_id, document_id)
-        return deleted
+        return len(deleted)
 
 
 async def list_chunks(

@@ -89,12 +89,11 @@ async def delete_document_units_except(
     conn: asyncpg.Connection, bank_id: str, document_id: str, keep_chunk_ids: list[str]
 ) -> list[uuid.UUID]:
     """Delete the document's facts and chunks not in `keep_chunk_ids`; returns the deleted unit ids."""
-    rows = await conn.fetch(
-        """
-        DELETE FROM memory_units WHERE bank_id = $1 AND document_id = $2
-          AND (chunk_id IS NULL OR NOT (chunk_id = ANY($3::text[])))
-        RETURNING id
-        """,
+    from engram.store.memories import delete_units_where
+
+    deleted = await delete_units_where(
+        conn,
+        "m.bank_id = $1 AND m.document_id = $2 AND (m.chunk_id IS NULL OR NOT (m.chunk_id = ANY($3::text[])))",
         bank_id,
         document_id,
         keep_chunk_ids,
@@ -105,7 +104,7 @@ async def delete_document_units_except(
         document_id,
         keep_chunk_ids,
     )
-    return [row["id"] for row in rows]
+    return deleted
 
 
 async def reindex_chunks(conn: asyncpg.Connection, chunk_ids: list[str], indexes: list[int]) -> None:

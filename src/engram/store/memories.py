@@ -10,6 +10,7 @@ from typing import Any
 import asyncpg
 
 from engram.store.entities import refresh_entity_counts
+from engram.store.observations import forget_sources, reset_sources
 from engram.store.sql import SqlParams, tags_condition
 from engram.store.tx import Conn, transaction
 
@@ -137,13 +138,17 @@ def detail_item(row: asyncpg.Record) -> dict[str, Any]:
             "entities": list(row["entity_names"]),
             "observation_scopes": row["observation_scopes"],
             "created_at": _iso(row["created_at"]),
+            "evidence": row["evidence"],
+            "consolidation_error": row["consolidation_error"],
         }
     )
     return item
 
 
-async def delete_units_where(conn: asyncpg.Connection, where_sql: str, *args: Any) -> int:
-    """Delete units matching a condition on `memory_units m`, keeping entity counts right."""
+async def delete_units_where(conn: asyncpg.Connection, where_sql: str, *args: Any) -> list[uuid.UUID]:
+    """Delete the units matching a condition on `memory_units m` and keep what depends on them right:
+    entity mention and co-occurrence counts (orphan entities go), and observations built on them
+    (those left with no source go; the others' remaining sources are consolidated again)."""
     entity_ids = [
         r["entity_id"]
         for r in await conn.fetch(
@@ -152,9 +157,12 @@ async def delete_units_where(conn: asyncpg.Connection, where_sql: str, *args: An
             *args,
         )
     ]
-    status = await conn.execute(f"DELETE FROM memory_units m WHERE {where_sql}", *args)
+    rows = await conn.fetch(f"DELETE FROM memory_units m WHERE {where_sql} RETURNING m.id, m.bank_id", *args)
     await refresh_entity_counts(conn, entity_ids)
-    return int(status.split()[-1])
+    deleted = [row["id"] for row in rows]
+    for bank_id in {row["bank_id"] for row in rows}:
+        await forget_sources(conn, bank_id, deleted)
+    return deleted
 
 
 async def clear_units(conn: Conn, bank_id: str, fact_type: str | None) -> int:
@@ -165,7 +173,32 @@ async def clear_units(conn: Conn, bank_id: str, fact_type: str | None) -> int:
             await tx.execute("DELETE FROM memory_units WHERE bank_id = $1", bank_id)
             await tx.execute("DELETE FROM entities WHERE bank_id = $1", bank_id)
             return deleted
-        return await delete_units_where(tx, "m.bank_id = $1 AND m.fact_type = $2", bank_id, fact_type)
+        if fact_type == "observation":
+            return await clear_observations(tx, bank_id)
+        return len(await delete_units_where(tx, "m.bank_id = $1 AND m.fact_type = $2", bank_id, fact_type))
+
+
+async def clear_observations(conn: asyncpg.Connection, bank_id: str) -> int:
+    """Delete every observation of the bank; every fact waits for consolidation again."""
+    status = await conn.execute("DELETE FROM memory_units WHERE bank_id = $1 AND fact_type = 'observation'", bank_id)
+    await conn.execute(
+        "UPDATE memory_units SET consolidated_at = NULL, consolidation_failed_at = NULL, consolidation_error = NULL"
+        " WHERE bank_id = $1 AND fact_type <> 'observation'",
+        bank_id,
+    )
+    return int(status.split()[-1])
+
+
+async def clear_observations_of(conn: asyncpg.Connection, bank_id: str, unit_id: uuid.UUID) -> int:
+    """Delete the observations citing one memory; it and their other sources wait for consolidation again."""
+    rows = await conn.fetch(
+        "DELETE FROM memory_units WHERE bank_id = $1 AND fact_type = 'observation' AND $2 = ANY(source_memory_ids)"
+        " RETURNING source_memory_ids",
+        bank_id,
+        unit_id,
+    )
+    await reset_sources(conn, list({unit_id, *(s for row in rows for s in row["source_memory_ids"])}))
+    return len(rows)
 
 
 async def list_tags(

@@ -40,3 +40,16 @@ async def run_retain(services: Services, operation: asyncpg.Record, progress: Pr
         "facts": len(outcome.unit_ids),
         "usage": {"input_tokens": outcome.usage.input_tokens, "output_tokens": outcome.usage.output_tokens},
     }
+
+
+@handler("consolidation")
+async def run_consolidation(services: Services, operation: asyncpg.Record, progress: Progress) -> dict[str, Any]:
+    from engram.consolidate.engine import consolidate_bank
+    from engram.consolidate.trigger import schedule_consolidation
+
+    scopes = (operation["payload"] or {}).get("observation_scopes")
+    result = await consolidate_bank(services, operation["bank_id"], scopes, progress)
+    if result["more_pending"]:  # a round is bounded; the rest goes in a fresh job, never a loop
+        next_id, _ = await schedule_consolidation(services, operation["bank_id"], scopes)
+        result["continued_in"] = str(next_id)
+    return result

@@ -31,6 +31,7 @@ class Worker:
         self._wake = asyncio.Event()
         self._stopping = False
         self._tasks: list[asyncio.Task[None]] = []
+        services.wake = self.wake
 
     def wake(self) -> None:
         """Look at the queue now rather than at the next poll."""

@@ -1,0 +1,1 @@
+"""Consolidation: turning facts into evidence-backed observations that evolve."""
