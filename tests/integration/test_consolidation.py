@@ -106,6 +106,8 @@ def test_refine_contradict_and_something_new(http: httpx.Client, llm: ScriptedLL
     assert first["proof_count"] == 1
 
     retain_and_settle(http, bank_id, REACT_AGAIN)  # refine
+    shown = [r for r in llm.requests if r.schema_name == "ConsolidationActions"][-1].user_text
+    assert f"    - source: {REACT}" in shown, "the observation is shown with the facts it rests on"
     (refined,) = observations(http, bank_id)
     assert refined["id"] == first["id"] and refined["proof_count"] == 2
     history = http.get(f"/v1/default/banks/{bank_id}/memories/{refined['id']}/history").json()["history"]
@@ -247,8 +249,9 @@ def test_garbage_answers_halve_then_mark_the_fact_failed(http: httpx.Client, llm
     def decide(request):
         if "mornings" in " ".join(str(m.get("content")) for m in request.messages):  # also on the retries
             return Reply.text("not json at all")
-        handles = [line.split(" ", 1)[0] for line in request.user_text.splitlines() if line.startswith("F")]
-        text = "Tea is the user's favourite drink" if "tea" in request.user_text else "The user listens to jazz"
+        new_facts = [line for line in request.user_text.splitlines() if line.startswith("F")]
+        handles = [line.split(" ", 1)[0] for line in new_facts]
+        text = "Tea is the user's favourite drink" if "tea" in new_facts[0] else "The user listens to jazz"
         return {"creates": [{"text": text, "evidence": [{"fact": h, "quote": "likes"}]} for h in handles[:1]]}
 
     script.decide = decide
@@ -267,6 +270,9 @@ def test_a_provider_outage_fails_the_operation_and_loses_nothing(http: httpx.Cli
     script = Script(llm)
     http.patch(f"/v1/default/banks/{bank_id}/config", json={"updates": {"enable_auto_consolidation": False}})
     retain_and_settle(http, bank_id, "The user collects vinyl records.")
+    trace = http.post(f"/v1/default/banks/{bank_id}/memories/recall",
+                      json={"query": "vinyl", "trace": True}).json()["trace"]
+    assert trace["observations_freshness"] == {"state": "slightly_stale", "pending_facts": 1}
     script.decide = lambda request: Reply.error(503, "overloaded")
     op = http.post(f"/v1/default/banks/{bank_id}/consolidate").json()
     settle(http, bank_id)
@@ -281,6 +287,9 @@ def test_a_provider_outage_fails_the_operation_and_loses_nothing(http: httpx.Cli
     http.post(f"/v1/default/banks/{bank_id}/operations/{op['operation_id']}/retry").raise_for_status()
     settle(http, bank_id)
     assert [o["text"] for o in observations(http, bank_id)] == ["The user collects vinyl"]
+    trace = http.post(f"/v1/default/banks/{bank_id}/memories/recall",
+                      json={"query": "vinyl", "trace": True}).json()["trace"]
+    assert trace["observations_freshness"]["state"] == "up_to_date"
 
 
 def test_near_duplicates_are_merged_with_their_evidence(http: httpx.Client, llm: ScriptedLLM, bank_id: str) -> None:

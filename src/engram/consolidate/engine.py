@@ -115,9 +115,11 @@ async def _consolidate_batch(state: Round, scope: Scope, settings: ScopeSettings
     )
     facts = {f"F{i}": fact for i, fact in enumerate(batch, start=1)}
     observations = {f"O{i}": row for i, row in enumerate(related, start=1)}
+    sources = await _source_texts(services, list(observations.values()), settings)
     messages = prompt.build_messages(
         [prompt.ShownFact(h, f["text"], f["occurred_start"] or f["mentioned_at"]) for h, f in facts.items()],
-        [prompt.ShownObservation(h, o["text"], o["proof_count"]) for h, o in observations.items()],
+        [prompt.ShownObservation(h, o["text"], o["proof_count"], sources.get(o["id"], []))
+         for h, o in observations.items()],
         scope,
         settings.observations_mission,
     )
@@ -128,6 +130,39 @@ async def _consolidate_batch(state: Round, scope: Scope, settings: ScopeSettings
     threshold = float(state.config.get("consolidation_dedup_threshold") or 0.97)
     await reconcile_near_duplicates(services, state.bank_id, list(scope), plan, threshold, state.stats)
     await _apply(state, scope, settings, plan, batch)
+
+
+SOURCES_PER_OBSERVATION = 10
+
+
+async def _source_texts(
+    services: Services, observations: list[Any], settings: ScopeSettings
+) -> dict[uuid.UUID, list[str]]:
+    """The facts under each shown observation, newest first, within the scope's source-fact budgets
+    (`consolidation_source_facts_max_tokens` overall, `…_per_observation` each; -1 = no limit)."""
+    from engram.models.tokens import count_tokens_batch
+
+    wanted = [s for o in observations for s in list(o["source_memory_ids"])[-SOURCES_PER_OBSERVATION:]]
+    if not wanted or settings.source_facts_max_tokens == 0:
+        return {}
+    rows = {r["id"]: r["text"] for r in await services.pool.fetch(
+        "SELECT id, text FROM memory_units WHERE id = ANY($1::uuid[])", wanted)}
+    total_left = settings.source_facts_max_tokens
+    shown: dict[uuid.UUID, list[str]] = {}
+    for observation in observations:
+        texts = [rows[s] for s in reversed(list(observation["source_memory_ids"])) if s in rows]
+        texts = texts[:SOURCES_PER_OBSERVATION]
+        kept, used = [], 0
+        for text, tokens in zip(texts, count_tokens_batch(texts)):
+            per_left = settings.source_facts_max_tokens_per_observation
+            if (per_left >= 0 and used + tokens > per_left) or (total_left >= 0 and tokens > total_left):
+                break
+            kept.append(text)
+            used += tokens
+            if total_left >= 0:
+                total_left -= tokens
+        shown[observation["id"]] = kept
+    return shown
 
 
 def _fold_merged_deletes(plan: Plan, observations: dict[str, Any]) -> None:

@@ -4,7 +4,7 @@ handles (O1, F1) so the answer can cite them without copying ids."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
@@ -61,6 +61,7 @@ class ShownObservation:
     handle: str
     text: str
     proof_count: int
+    sources: list[str] = field(default_factory=list)  # texts of the facts it rests on, within budget
 
 
 SYSTEM = """You maintain the consolidated knowledge ("observations") of an AI agent's long-term memory.
@@ -91,7 +92,9 @@ def build_messages(
     system = SYSTEM.format(rules=mission.strip() if mission and mission.strip() else DEFAULT_RULES)
     lines = [f"Scope: {', '.join(scope) if scope else '(global, untagged)'}", "", "EXISTING OBSERVATIONS:"]
     if observations:
-        lines += [f"{o.handle} (supported by {o.proof_count} facts): {o.text}" for o in observations]
+        for o in observations:
+            lines.append(f"{o.handle} (supported by {o.proof_count} facts): {o.text}")
+            lines.extend(f"    - source: {text}" for text in o.sources)
     else:
         lines.append("(none yet)")
     lines += ["", "NEW FACTS:"]

@@ -134,6 +134,11 @@ async def recall(services: Services, bank_id: str, request: RecallRequest) -> Re
         )
     if request.trace:
         response.trace = _trace(request, ranked, fused, scored, timings, window, limit, started)
+        if "observation" in types:
+            from engram.consolidate.freshness import observation_freshness
+
+            state, pending = await observation_freshness(services.pool, bank_id, request.tags, request.tags_match)
+            response.trace["observations_freshness"] = {"state": state, "pending_facts": pending}
     return response
 
 
