@@ -168,6 +168,9 @@ class Settings:
     worker_enabled: bool = True
     worker_poll_interval: float = 0.5
     operation_lease_seconds: float = 300.0
+    api_keys: str | None = None  # "key1,key2:bankA|bank-*" (see engram.api.auth); None = no auth
+    tenant_api_key: str | None = None  # Hindsight's HINDSIGHT_API_TENANT_API_KEY: one key, every bank
+    max_request_bytes: int = 10 * 1024 * 1024
     bank_defaults: dict[str, Any] = field(default_factory=env_bank_defaults)
 
     @classmethod
@@ -203,6 +206,9 @@ class Settings:
             worker_enabled=get("worker_enabled", True),
             worker_poll_interval=get("worker_poll_interval", 0.5),
             operation_lease_seconds=get("operation_lease_seconds", 300.0),
+            api_keys=get("api_keys", None),
+            tenant_api_key=get("tenant_api_key", None),
+            max_request_bytes=get("max_request_bytes", 10 * 1024 * 1024),
             bank_defaults=env_bank_defaults(environ),
         )
 

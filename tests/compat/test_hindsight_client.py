@@ -4,84 +4,78 @@ Every test checks that what comes back through the client is what was stored thr
 
 from __future__ import annotations
 
-import asyncio
 import concurrent.futures
+import functools
 import time
 import uuid
-from collections.abc import Coroutine, Iterator
+from collections.abc import Callable, Coroutine, Iterator
 from datetime import UTC, datetime
 from typing import Any, TypeVar
-from urllib.parse import urlsplit, urlunsplit
 
 import aiohttp
-import asyncpg
 import pytest
 from hindsight_client import Hindsight
 from hindsight_client.hindsight_client import _run_async
 from hindsight_client_api.exceptions import NotFoundException
 
-from tests.conftest import RunningServer, start_server
-from tests.support.scripted_llm import ScriptedLLM
+from tests.conftest import RunningServer
+from tests.support.scripted_llm import ChatRequest, Reply, ScriptedLLM
 
 T = TypeVar("T")
 
 
-def run(coro: Coroutine[Any, Any, T]) -> T:
-    """Await one of the client's low-level (async-only) API calls on the loop its sync wrappers use,
-    so the aiohttp session stays on a single loop."""
-    return _run_async(coro)
+class ThreadedClient:
+    """The official client, with every call made on one thread of its own.
 
+    The client's sync methods run on the calling thread's current event loop and keep their aiohttp
+    session bound to it, while fixtures that call `asyncio.run()` on the test thread reset that loop
+    mid-module. A private thread gives the client one loop for its whole life."""
 
-def private_database(dsn: str, name: str) -> str:
-    """A new, empty database on the same PostgreSQL: a server of its own, whose worker no other test
-    server can steal operations from (workers sharing a database share the queue)."""
+    def __init__(self, base_url: str) -> None:
+        self._thread = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="hindsight-client")
+        self._client: Hindsight = self._call(Hindsight, base_url=base_url, timeout=60)
 
-    async def create() -> None:
-        conn = await asyncpg.connect(dsn)
-        try:
-            await conn.execute(f'CREATE DATABASE "{name}"')
-        finally:
-            await conn.close()
+    def _call(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        return self._thread.submit(fn, *args, **kwargs).result()
 
-    # In a thread: asyncio.run here must not touch the main thread's event loop, which the client uses.
-    with concurrent.futures.ThreadPoolExecutor(1) as pool:
-        pool.submit(asyncio.run, create()).result()
-    return urlunsplit(urlsplit(dsn)._replace(path=f"/{name}"))
+    def __getattr__(self, name: str) -> Any:
+        attr = getattr(self._client, name)
+        return functools.partial(self._call, attr) if callable(attr) else attr
 
+    def run(self, coro: Coroutine[Any, Any, T]) -> T:
+        """Await one of the client's low-level (async-only) API calls, the way its sync methods do."""
+        return self._call(_run_async, coro)
 
-@pytest.fixture(scope="module")
-def compat_server(pg_dsn: str) -> Iterator[RunningServer]:
-    """An Engram server with no LLM, alone on its database."""
-    running = start_server(private_database(pg_dsn, f"compat_{uuid.uuid4().hex[:8]}"), name="compat-offline")
-    yield running
-    running.stop()
+    def close(self) -> None:
+        self._call(self._client.close)
+        self._thread.shutdown()
 
 
 @pytest.fixture(scope="module")
-def client(compat_server: RunningServer) -> Iterator[Hindsight]:
-    hindsight = Hindsight(base_url=compat_server.url, timeout=60)
+def client(server: RunningServer) -> Iterator[ThreadedClient]:
+    hindsight = ThreadedClient(server.url)
     yield hindsight
     hindsight.close()
 
 
-def wait_for_operation(client: Hindsight, bank_id: str, operation_id: str, timeout: float = 30) -> Any:
+def wait_for_operation(client: ThreadedClient, bank_id: str, operation_id: str, timeout: float = 30) -> Any:
     deadline = time.monotonic() + timeout
     while True:
-        status = run(client.operations.get_operation_status(bank_id, operation_id))
+        status = client.run(client.operations.get_operation_status(bank_id, operation_id))
         if status.status in ("completed", "failed", "cancelled"):
             return status
         assert time.monotonic() < deadline, f"operation {operation_id} still {status.status} after {timeout}s"
         time.sleep(0.1)
 
 
-def all_memories(client: Hindsight, bank_id: str, **filters: Any) -> list[Any]:
+def all_memories(client: ThreadedClient, bank_id: str, **filters: Any) -> list[Any]:
     return client.list_memories(bank_id, limit=1000, **filters).items
 
 
 # --- banks ------------------------------------------------------------------------------------
 
 
-def test_bank_profile_config_overrides_and_delete(client: Hindsight, bank_id: str) -> None:
+def test_bank_profile_config_overrides_and_delete(client: ThreadedClient, bank_id: str) -> None:
     profile = client.create_bank(
         bank_id,
         name="Support agent",
@@ -115,7 +109,7 @@ def test_bank_profile_config_overrides_and_delete(client: Hindsight, bank_id: st
     assert reset["config"]["retain_chunk_size"] == 3000
 
     client.delete_bank(bank_id)
-    listed = run(client.banks.list_banks(q=bank_id))
+    listed = client.run(client.banks.list_banks(q=bank_id))
     assert bank_id not in [b.bank_id for b in listed.banks]
     with pytest.raises(aiohttp.ClientResponseError) as error:
         client.get_bank_config(bank_id)
@@ -125,7 +119,7 @@ def test_bank_profile_config_overrides_and_delete(client: Hindsight, bank_id: st
 # --- retain -----------------------------------------------------------------------------------
 
 
-def test_sync_retain_stores_every_field(client: Hindsight, bank_id: str) -> None:
+def test_sync_retain_stores_every_field(client: ThreadedClient, bank_id: str) -> None:
     response = client.retain(
         bank_id,
         "Alice moved to Lisbon in June 2024. Alice works at Acme as a product designer.",
@@ -160,7 +154,7 @@ def test_sync_retain_stores_every_field(client: Hindsight, bank_id: str) -> None
     assert top.document_id == "call-17"
 
 
-def test_async_retain_completes_and_its_memories_are_listed(client: Hindsight, bank_id: str) -> None:
+def test_async_retain_completes_and_its_memories_are_listed(client: ThreadedClient, bank_id: str) -> None:
     response = client.retain(
         bank_id, "The warehouse in Rotterdam ships orders every Tuesday.", retain_async=True, tags=["ops"]
     )
@@ -174,7 +168,7 @@ def test_async_retain_completes_and_its_memories_are_listed(client: Hindsight, b
     assert status.operation_type == "retain"
     assert status.error_message is None
 
-    listed = run(client.operations.list_operations(bank_id, status="completed"))
+    listed = client.run(client.operations.list_operations(bank_id, status="completed"))
     assert response.operation_id in [op.id for op in listed.operations]
 
     (memory,) = all_memories(client, bank_id)
@@ -182,7 +176,7 @@ def test_async_retain_completes_and_its_memories_are_listed(client: Hindsight, b
     assert memory.tags == ["ops"]
 
 
-def test_async_retain_with_an_operation_id_is_idempotent(client: Hindsight, bank_id: str) -> None:
+def test_async_retain_with_an_operation_id_is_idempotent(client: ThreadedClient, bank_id: str) -> None:
     operation_id = str(uuid.uuid4())
     content = "The Berlin office closes early on Fridays."
     first = client.retain(bank_id, content, retain_async=True, operation_id=operation_id)
@@ -192,7 +186,7 @@ def test_async_retain_with_an_operation_id_is_idempotent(client: Hindsight, bank
     assert len(all_memories(client, bank_id)) == 1, "the repeated request stored nothing twice"
 
 
-def test_retain_batch_merges_document_tags_into_every_item(client: Hindsight, bank_id: str) -> None:
+def test_retain_batch_merges_document_tags_into_every_item(client: ThreadedClient, bank_id: str) -> None:
     response = client.retain_batch(
         bank_id,
         items=[
@@ -230,7 +224,7 @@ TAGGED_NOTES = [
 
 
 @pytest.fixture
-def tagged_bank(client: Hindsight, bank_id: str) -> str:
+def tagged_bank(client: ThreadedClient, bank_id: str) -> str:
     client.retain_batch(bank_id, items=[{"content": text, "tags": tags} for text, tags in TAGGED_NOTES])
     return bank_id
 
@@ -245,7 +239,7 @@ def tagged_bank(client: Hindsight, bank_id: str) -> str:
     ],
 )
 def test_recall_filters_by_tags(
-    client: Hindsight, tagged_bank: str, tags: list[str], mode: str, expected: set[int]
+    client: ThreadedClient, tagged_bank: str, tags: list[str], mode: str, expected: set[int]
 ) -> None:
     results = client.recall(tagged_bank, "red dashboard", tags=tags, tags_match=mode).results
     found = {i for i, (text, _) in enumerate(TAGGED_NOTES) if any(r.text == text for r in results)}
@@ -255,14 +249,14 @@ def test_recall_filters_by_tags(
         assert set(result.tags or []) == set(tags_by_text[result.text]), "each result carries its own tags"
 
 
-def test_recall_filters_by_type(client: Hindsight, tagged_bank: str) -> None:
+def test_recall_filters_by_type(client: ThreadedClient, tagged_bank: str) -> None:
     world = client.recall(tagged_bank, "red dashboard", types=["world"]).results
     assert len(world) == len(TAGGED_NOTES)
     assert {r.type for r in world} == {"world"}
     assert client.recall(tagged_bank, "red dashboard", types=["experience", "observation"]).results == []
 
 
-def test_recall_budget_and_max_tokens_bound_the_results(client: Hindsight, bank_id: str) -> None:
+def test_recall_budget_and_max_tokens_bound_the_results(client: ThreadedClient, bank_id: str) -> None:
     client.update_bank_config(bank_id, recall_budget_fixed_low=3)
     fruits = ["apples", "pears", "plums", "cherries", "grapes", "figs", "lemons", "limes", "peaches", "apricots",
               "melons", "mangoes", "kiwis", "dates", "quinces", "oranges", "guavas", "papayas", "lychees", "olives"]
@@ -280,7 +274,7 @@ def test_recall_budget_and_max_tokens_bound_the_results(client: Hindsight, bank_
     assert [r.id for r in small] == [r.id for r in high[: len(small)]], "the cut keeps rank order"
 
 
-def test_recall_includes_entities_and_a_trace(client: Hindsight, bank_id: str) -> None:
+def test_recall_includes_entities_and_a_trace(client: ThreadedClient, bank_id: str) -> None:
     client.retain(bank_id, "Melanie painted a sunrise over Lake Tahoe with her kids.")
     response = client.recall(bank_id, "What did Melanie paint?", include_entities=True, trace=True)
     assert "sunrise" in response.results[0].text
@@ -301,7 +295,7 @@ ANIMALS = ["giraffe", "zebra", "otter", "walrus", "falcon", "badger", "heron", "
            "marmot", "tapir"]
 
 
-def test_list_memories_pages_searches_and_filters_by_type(client: Hindsight, bank_id: str) -> None:
+def test_list_memories_pages_searches_and_filters_by_type(client: ThreadedClient, bank_id: str) -> None:
     client.retain_batch(
         bank_id, items=[{"content": f"The zoo keeper fed the {animal} at noon."} for animal in ANIMALS]
     )
@@ -326,17 +320,17 @@ def test_list_memories_pages_searches_and_filters_by_type(client: Hindsight, ban
 # --- documents ----------------------------------------------------------------------------------
 
 
-def test_documents_can_be_listed_read_and_deleted(client: Hindsight, bank_id: str) -> None:
+def test_documents_can_be_listed_read_and_deleted(client: ThreadedClient, bank_id: str) -> None:
     handbook = "New hires get a laptop on day one. The security training is due within a week."
     faq = "Lunch is served at noon in the atrium."
     client.retain(bank_id, handbook, document_id="handbook", tags=["hr"])
     client.retain(bank_id, faq, document_id="faq")
 
-    listed = run(client.documents.list_documents(bank_id))
+    listed = client.run(client.documents.list_documents(bank_id))
     assert listed.total == 2
     assert {d.id for d in listed.items} == {"handbook", "faq"}
 
-    document = run(client.documents.get_document(bank_id, "handbook"))
+    document = client.run(client.documents.get_document(bank_id, "handbook"))
     handbook_facts = all_memories(client, bank_id, document_id="handbook")
     assert document.id == "handbook"
     assert document.bank_id == bank_id
@@ -344,21 +338,22 @@ def test_documents_can_be_listed_read_and_deleted(client: Hindsight, bank_id: st
     assert document.tags == ["hr"]
     assert document.memory_unit_count == len(handbook_facts) >= 2
 
-    deleted = run(client.documents.delete_document(bank_id, "handbook"))
+    deleted = client.run(client.documents.delete_document(bank_id, "handbook"))
     assert deleted.success is True
     assert deleted.document_id == "handbook"
     assert deleted.memory_units_deleted == len(handbook_facts)
     assert {m.document_id for m in all_memories(client, bank_id)} == {"faq"}
     with pytest.raises(NotFoundException):
-        run(client.documents.get_document(bank_id, "handbook"))
+        client.run(client.documents.get_document(bank_id, "handbook"))
 
 
 # --- extraction with an LLM ------------------------------------------------------------------------
 
 
 def test_llm_extraction_through_the_client(llm_server: RunningServer, llm: ScriptedLLM, bank_id: str) -> None:
-    def answer(request: Any) -> dict[str, Any]:
-        assert request.schema_name == "ExtractionOutput"
+    def answer(request: ChatRequest) -> Reply | dict[str, Any]:
+        if request.schema_name != "ExtractionOutput":
+            return Reply.error(400, "only extraction is scripted here")
         return {"facts": [
             {"what": "The user asked for a table for two in Porto on March 2", "fact_type": "world",
              "fact_kind": "event", "occurred_start": "2024-03-02T19:00:00Z", "entities": ["user", "Porto"]},
@@ -368,13 +363,14 @@ def test_llm_extraction_through_the_client(llm_server: RunningServer, llm: Scrip
         ]}
 
     llm.handler = answer
-    with Hindsight(base_url=llm_server.url, timeout=60) as client:
+    client = ThreadedClient(llm_server.url)
+    try:
         content = "User: can you get us a table for two in Porto on Saturday?\nAssistant: Booked Casa Azul for 7pm."
         response = client.retain(bank_id, content, timestamp="2024-02-28T10:00:00Z", context="chat")
         assert response.success is True
         assert response.usage is not None and response.usage.input_tokens == 10
 
-        (request,) = llm.requests
+        (request,) = [r for r in llm.requests if r.schema_name == "ExtractionOutput"]
         assert "Casa Azul" in request.user_text
 
         memories = all_memories(client, bank_id)
@@ -388,3 +384,5 @@ def test_llm_extraction_through_the_client(llm_server: RunningServer, llm: Scrip
 
         results = client.recall(bank_id, "Which restaurant did the assistant book?", types=["experience"]).results
         assert [r.id for r in results] == [booked.id]
+    finally:
+        client.close()

@@ -12,8 +12,22 @@ from contextlib import asynccontextmanager
 from fastapi import FastAPI
 
 from engram import __version__
-from engram.api import banks, consolidation, documents, entities, health, memories, observations, operations
+from engram.api import (
+    banks,
+    consolidation,
+    directives,
+    documents,
+    entities,
+    health,
+    memories,
+    mental_models,
+    observations,
+    operations,
+    reflect,
+)
+from engram.api.auth import ApiKeyAuth, parse_api_keys
 from engram.api.errors import install_error_handlers
+from engram.api.limits import RequestLimits
 from engram.services import Services
 from engram.settings import Settings
 
@@ -68,6 +82,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     app = FastAPI(title="Engram", version=__version__, lifespan=lifespan)
     install_error_handlers(app)
-    for module in (health, banks, memories, documents, entities, consolidation, observations, operations):
+    app.add_middleware(RequestLimits, max_body_bytes=settings.max_request_bytes)
+    app.add_middleware(ApiKeyAuth, keys=parse_api_keys(settings.api_keys, settings.tenant_api_key))  # outermost
+    routers = (health, banks, memories, reflect, documents, entities, consolidation, observations, mental_models,
+               directives, operations)
+    for module in routers:
         app.include_router(module.router)
     return app

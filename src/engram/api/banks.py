@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from fastapi import APIRouter, Body, Depends, Query
+from fastapi import APIRouter, Body, Depends, Query, Request
 
+from engram.api.auth import bank_access
 from engram.api.deps import require_bank, services
 from engram.bank_config import resolve_config, validate_updates
 from engram.errors import BankNotFound
@@ -64,12 +65,15 @@ async def _profile(svc: Services, bank_id: str) -> BankProfileResponse:
 
 @router.get("", response_model=BankListResponse)
 async def list_banks(
+    request: Request,
     q: str | None = None,
     limit: int = Query(100, ge=1, le=1000),
     offset: int = Query(0, ge=0),
     svc: Services = Depends(services),
 ) -> BankListResponse:
-    rows, total = await store.list_banks(svc.pool, q=q, limit=limit, offset=offset)
+    access = bank_access(request)  # a bank-limited API key lists only its banks
+    only = access.regexes if access is not None else None
+    rows, total = await store.list_banks(svc.pool, q=q, limit=limit, offset=offset, only=only)
     items = []
     for row in rows:
         config = resolve_config(svc.settings.bank_defaults, row["config"])

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from fastapi import APIRouter, Depends, Query
+from fastapi import APIRouter, Depends, Query, Request
 
+from engram.api.auth import bank_access
 from engram.api.deps import require_bank, services
 from engram.consolidate.trigger import after_memory_change
 from engram.errors import InvalidInput, NotFound
@@ -89,8 +90,9 @@ async def list_chunks(
 
 
 @router.get("/chunks/{chunk_id}")
-async def get_chunk(chunk_id: str, svc: Services = Depends(services)) -> dict[str, Any]:
+async def get_chunk(chunk_id: str, request: Request, svc: Services = Depends(services)) -> dict[str, Any]:
     row = await store.get_chunk(svc.pool, chunk_id)
-    if row is None:
+    access = bank_access(request)  # a bank-limited API key sees other banks' chunks as missing
+    if row is None or (access is not None and not access.allows(row["bank_id"])):
         raise NotFound(f"chunk '{chunk_id}' not found")
     return _chunk(row)

@@ -9,6 +9,7 @@ from fastapi import APIRouter, Depends, Query, Request
 
 from engram.api.deps import parse_uuid, require_bank, services
 from engram.errors import InvalidInput, NotFound
+from engram.models.tokens import count_tokens
 from engram.recall.pipeline import recall
 from engram.retain.pipeline import retain_items
 from engram.retain.prepare import prepare_items
@@ -26,6 +27,7 @@ from engram.types import (
 )
 
 router = APIRouter(prefix="/v1/default/banks/{bank_id}", tags=["Memory"])
+MAX_QUERY_TOKENS = 512  # the embedding model reads at most 512 tokens; a longer query is a mistake
 
 
 @router.post("/memories", response_model=RetainResponse, response_model_by_alias=True)
@@ -62,6 +64,8 @@ async def retain(bank_id: str, body: RetainRequest, request: Request, svc: Servi
 async def recall_memories(bank_id: str, body: RecallRequest, svc: Services = Depends(services)) -> RecallResponse:
     if not body.query.strip():
         raise InvalidInput("query", "must not be empty")
+    if (tokens := count_tokens(body.query)) > MAX_QUERY_TOKENS:
+        raise InvalidInput("query", f"longer than {MAX_QUERY_TOKENS} tokens (got {tokens})")
     return await recall(svc, bank_id, body)
 
 

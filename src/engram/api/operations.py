@@ -29,6 +29,8 @@ def _summary(row: Any) -> dict[str, Any]:
         "error_message": row["error_message"],
         "retry_count": row["retry_count"],
         "progress": row["progress"],
+        "mental_model_id": (row["payload"] or {}).get("mental_model_id"),
+        "details": row["result"] if row["operation_type"] == "refresh_mental_model" and row["result"] else None,
     }
 
 

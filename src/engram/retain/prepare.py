@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from engram.errors import InvalidInput
+from engram.errors import InvalidInput, PayloadTooLarge
 from engram.types import MemoryItem
 
 MAX_ITEMS = 1000
@@ -72,7 +72,7 @@ def prepare_items(items: list[MemoryItem], document_tags: list[str] | None) -> l
     if not items:
         raise InvalidInput("items", "at least one item is required")
     if len(items) > MAX_ITEMS:
-        raise InvalidInput("items", f"at most {MAX_ITEMS} items per request (got {len(items)})")
+        raise PayloadTooLarge("items", f"at most {MAX_ITEMS} items per request (got {len(items)})")
     now = datetime.now(UTC)
     prepared = []
     for index, item in enumerate(items):
@@ -81,7 +81,7 @@ def prepare_items(items: list[MemoryItem], document_tags: list[str] | None) -> l
         if not text:
             raise InvalidInput(f"{where}.content", "must not be empty")
         if len(text) > MAX_CONTENT_CHARS:
-            raise InvalidInput(f"{where}.content", f"longer than {MAX_CONTENT_CHARS} characters")
+            raise PayloadTooLarge(f"{where}.content", f"longer than {MAX_CONTENT_CHARS} characters (got {len(text)})")
         prepared.append(
             PreparedItem(
                 index=index,

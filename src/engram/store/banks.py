@@ -63,7 +63,10 @@ async def delete_bank(conn: Conn, bank_id: str) -> bool:
     return status.endswith(" 1")
 
 
-async def list_banks(conn: Conn, *, q: str | None, limit: int, offset: int) -> tuple[list[asyncpg.Record], int]:
+async def list_banks(
+    conn: Conn, *, q: str | None, limit: int, offset: int, only: list[str] | None = None
+) -> tuple[list[asyncpg.Record], int]:
+    """`only`: anchored regular expressions, one of which the bank id must match (an API key's banks)."""
     rows = await conn.fetch(
         """
         SELECT b.*, count(*) OVER () AS total,
@@ -71,21 +74,29 @@ async def list_banks(conn: Conn, *, q: str | None, limit: int, offset: int) -> t
                (SELECT max(updated_at) FROM documents d WHERE d.bank_id = b.bank_id) AS last_document_at,
                (SELECT max(created_at) FROM memory_units m WHERE m.bank_id = b.bank_id) AS last_write_at
         FROM banks b
-        WHERE $1::text IS NULL OR b.bank_id ILIKE '%' || $1 || '%' OR b.name ILIKE '%' || $1 || '%'
+        WHERE ($1::text IS NULL OR b.bank_id ILIKE '%' || $1 || '%' OR b.name ILIKE '%' || $1 || '%')
+          AND ($4::text[] IS NULL OR b.bank_id ~ ANY($4::text[]))
         ORDER BY b.created_at, b.bank_id
         LIMIT $2 OFFSET $3
         """,
         q,
         limit,
         offset,
+        only,
     )
-    total = rows[0]["total"] if rows else await _count_banks(conn, q)
+    total = rows[0]["total"] if rows else await _count_banks(conn, q, only)
     return rows, total
 
 
-async def _count_banks(conn: Conn, q: str | None) -> int:
+async def _count_banks(conn: Conn, q: str | None, only: list[str] | None) -> int:
     return await conn.fetchval(
-        "SELECT count(*) FROM banks WHERE $1::text IS NULL OR bank_id ILIKE '%' || $1 || '%'", q
+        """
+        SELECT count(*) FROM banks b
+        WHERE ($1::text IS NULL OR b.bank_id ILIKE '%' || $1 || '%' OR b.name ILIKE '%' || $1 || '%')
+          AND ($2::text[] IS NULL OR b.bank_id ~ ANY($2::text[]))
+        """,
+        q,
+        only,
     )
 
 

@@ -52,4 +52,17 @@ async def run_consolidation(services: Services, operation: asyncpg.Record, progr
     if result["more_pending"]:  # a round is bounded; the rest goes in a fresh job, never a loop
         next_id, _ = await schedule_consolidation(services, operation["bank_id"], scopes)
         result["continued_in"] = str(next_id)
+    changed = sum(result.get(k, 0) for k in ("observations_created", "observations_updated", "observations_deleted"))
+    if changed:
+        from engram.reflect.mental_models import refresh_after_consolidation
+
+        result["mental_models_refreshing"] = await refresh_after_consolidation(services, operation["bank_id"])
     return result
+
+
+@handler("refresh_mental_model")
+async def run_refresh(services: Services, operation: asyncpg.Record, progress: Progress) -> dict[str, Any]:
+    from engram.reflect.mental_models import refresh
+
+    await progress("reflecting", 0, 1)
+    return await refresh(services, operation["bank_id"], operation["payload"]["mental_model_id"])

@@ -38,7 +38,10 @@ class Worker:
         self._wake.set()
 
     async def start(self) -> None:
+        from engram.reflect.mental_models import cron_loop
+
         self._tasks = [asyncio.create_task(self._loop(n)) for n in range(self.concurrency)]
+        self._tasks.append(asyncio.create_task(cron_loop(self.services)))
 
     async def stop(self) -> None:
         self._stopping = True

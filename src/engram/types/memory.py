@@ -1,5 +1,4 @@
-"""Pydantic models of the wire contract (Hindsight 1.1.0 field names and defaults), shared by the API,
-the capabilities and the in-process library."""
+"""Wire models for banks, retain, recall and operations."""
 
 from __future__ import annotations
 

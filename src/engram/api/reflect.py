@@ -1,0 +1,20 @@
+"""Reflect: answering a question from memory."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Depends
+
+from engram.api.deps import services
+from engram.errors import InvalidInput
+from engram.reflect.agent import reflect
+from engram.services import Services
+from engram.types import ReflectRequest, ReflectResponse
+
+router = APIRouter(prefix="/v1/default/banks/{bank_id}", tags=["Memory"])
+
+
+@router.post("/reflect", response_model=ReflectResponse, response_model_exclude_none=True)
+async def reflect_endpoint(bank_id: str, body: ReflectRequest, svc: Services = Depends(services)) -> ReflectResponse:
+    if not body.query.strip():
+        raise InvalidInput("query", "must not be empty")
+    return await reflect(svc, bank_id, body)

@@ -1,0 +1,7 @@
+"""The MCP server: Engram's tools for agents that speak the Model Context Protocol, over streamable
+HTTP (mounted in the API at /mcp) or stdio (`engram mcp`). The tools call the same capabilities as the
+HTTP API, in process.
+
+Inside this package the MCP SDK is always imported absolutely (`import mcp...`): with
+`from __future__ import annotations` and no implicit relative imports, `engram.mcp` never shadows it.
+"""

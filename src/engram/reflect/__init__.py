@@ -1,0 +1,1 @@
+"""Reflect: answering from memory with an agent loop, mental models and directives."""
