@@ -5,3 +5,6 @@ HTTP API, in process.
 Inside this package the MCP SDK is always imported absolutely (`import mcp...`): with
 `from __future__ import annotations` and no implicit relative imports, `engram.mcp` never shadows it.
 """
+
+# Where the HTTP endpoint puts the bank a request is for (None: every bank) in the ASGI scope.
+BANK_SCOPE_KEY = "engram.mcp_bank"

@@ -15,6 +15,7 @@ from pydantic import ValidationError
 
 from engram import __version__
 from engram.errors import EngramError, InvalidInput
+from engram.mcp import BANK_SCOPE_KEY
 from engram.mcp.tools import TOOLS, ToolSpec
 
 if TYPE_CHECKING:
@@ -23,9 +24,6 @@ if TYPE_CHECKING:
     from engram.services import Services
 
 log = logging.getLogger("engram.mcp")
-
-# Where the HTTP endpoint puts the bank of a single-bank request in the ASGI scope.
-BANK_SCOPE_KEY = "engram.mcp_bank"
 
 INSTRUCTIONS = (
     "Engram is long-term memory. Call recall before answering anything that may depend on what the user "
