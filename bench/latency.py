@@ -319,11 +319,6 @@ def measure_offline(report: Report, workdir: Path, dsn: str, args: argparse.Name
 
 def measure_llm_retain(report: Report, workdir: Path, dsn: str, args: argparse.Namespace, rng: random.Random) -> None:
     with ScriptedLLM(handler=extraction_answer) as llm:
-        # The scripted server writes headers and body in two sends: without TCP_NODELAY every answer on a
-        # kept-alive connection waits ~40 ms for a delayed ACK — the test double's cost, not Engram's.
-        handler_class = getattr(llm._server, "RequestHandlerClass", None)
-        if handler_class is not None:
-            handler_class.disable_nagle_algorithm = True
         env = {**llm.settings_env(), "ENGRAM_DATABASE_URL": create_database(dsn, "bench_llm")}
         with running(spawn(workdir / "llm", env, "scripted-llm")) as server, server.client() as http:
             samples = retain_latencies(http, "bench-retain-llm", args.runs, rng)

@@ -338,7 +338,8 @@ def run_engram(http: httpx.Client, conversation: Conversation, run: Run, args: a
     http.put(f"{API}/{conversation.bank}", json={}).raise_for_status()
     started = time.perf_counter()
     post(http, f"{API}/{conversation.bank}/memories", {"items": retain_items(conversation)})
-    run.ingest_seconds += time.perf_counter() - started
+    ingest_seconds = time.perf_counter() - started
+    run.ingest_seconds += ingest_seconds
     run.turns += len(conversation.turns)
     run.sessions += len(conversation.sessions)
     listed = http.get(f"{API}/{conversation.bank}/memories/list", params={"limit": 1}).json()
@@ -360,9 +361,13 @@ def run_engram(http: httpx.Client, conversation: Conversation, run: Run, args: a
         dump.append({
             "conversation": conversation.sample_id, "category": question.category, "question": question.text,
             "answer": question.answer, "evidence": {e: texts[e] for e in question.evidence},
+            "latency_ms": round(run.latencies[-1] * 1000, 1),
             "engram": run.recalls["engram"][-1],
             "engram_top10": [{"turn": t, "text": r["text"]} for t, r in zip(turns[:10], results[:10])],
         })
+    asked = run.latencies[len(run.latencies) - len(conversation.questions):]
+    print(f"{conversation.sample_id}: {len(conversation.turns)} turns retained in {ingest_seconds:.1f} s, "
+          f"{len(asked)} questions recalled in {sum(asked):.1f} s", flush=True)
 
 
 def run_baselines(conversation: Conversation, run: Run, dump: list[dict[str, Any]]) -> None:
@@ -496,11 +501,10 @@ def main(argv: list[str] | None = None) -> int:
     try:
         with engram_server(workdir) as server, httpx.Client(base_url=server.url, timeout=1800) as http:
             for conversation in conversations:
-                print(f"{conversation.sample_id}: {len(conversation.turns)} turns, "
-                      f"{len(conversation.questions)} questions", flush=True)
                 run_engram(http, conversation, run, args, dump)
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
+    print("baselines: BM25 and dense over the raw turns…", flush=True)
     offset = 0
     for conversation in conversations:
         run_baselines(conversation, run, dump[offset:offset + len(conversation.questions)])

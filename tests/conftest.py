@@ -44,7 +44,10 @@ def pg_dsn() -> Iterator[str]:
 
 
 def _admin(dsn: str, sql: str) -> None:
+    """Run one statement on its own thread: asyncio.run on the test thread would leave it without an
+    event loop, which breaks clients (hindsight-client) that keep a loop for the thread."""
     import asyncio
+    import threading
 
     import asyncpg
 
@@ -55,7 +58,19 @@ def _admin(dsn: str, sql: str) -> None:
         finally:
             await conn.close()
 
-    asyncio.run(run())
+    errors: list[BaseException] = []
+
+    def target() -> None:
+        try:
+            asyncio.run(run())
+        except BaseException as exc:  # re-raised on the caller's thread
+            errors.append(exc)
+
+    thread = threading.Thread(target=target)
+    thread.start()
+    thread.join()
+    if errors:
+        raise errors[0]
 
 
 @contextmanager

@@ -56,6 +56,18 @@ def cmd_worker(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_mcp(args: argparse.Namespace) -> int:
+    import logging
+
+    from engram.mcp.stdio import run_stdio
+
+    # stdout carries the protocol: logs go to stderr.
+    level = os.environ.get("ENGRAM_LOG_LEVEL", "WARNING")
+    logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s", stream=sys.stderr)
+    run_stdio(bank_id=args.bank)
+    return 0
+
+
 def _request(args: argparse.Namespace, method: str, path: str, body: Any = None) -> Any:
     import httpx
 
@@ -137,6 +149,10 @@ def build_parser() -> argparse.ArgumentParser:
     recall.add_argument("--max-tokens", type=int, default=4096)
     recall.add_argument("--json", action="store_true")
     recall.set_defaults(fn=cmd_recall)
+
+    mcp = sub.add_parser("mcp", help="serve MCP over stdio for desktop agents (Claude Desktop, Cursor, ...)")
+    mcp.add_argument("--bank", help="serve this bank only: its tools take no bank_id")
+    mcp.set_defaults(fn=cmd_mcp)
 
     banks = sub.add_parser("banks", help="list banks")
     banks.set_defaults(fn=cmd_banks)

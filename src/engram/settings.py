@@ -96,6 +96,19 @@ BANK_SETTINGS: dict[str, BankSetting] = _settings(
     BankSetting("disposition_empathy", int, 3),
     BankSetting("mcp_enabled_tools", list, None),
     BankSetting("audit_log_enabled", bool, False),
+    # Accepted and stored for Hindsight compatibility (templates carry them); Engram does not act on them.
+    BankSetting("reflect_use_decision_model", bool, False),
+    BankSetting("mental_model_refresh_use_decision_model", bool, False),
+    BankSetting("mental_model_delta_use_decision_model", bool, False),
+    BankSetting("knowledge_page_default_trigger", dict, None),
+    BankSetting("llm_gemini_safety_settings", list, None),
+    BankSetting("recall_budget_function", str, "fixed"),
+    BankSetting("recall_budget_adaptive_low", float, None),
+    BankSetting("recall_budget_adaptive_mid", float, None),
+    BankSetting("recall_budget_adaptive_high", float, None),
+    BankSetting("recall_budget_min", int, None),
+    BankSetting("recall_budget_max", int, None),
+    BankSetting("memory_defense", dict, None),
 )
 
 

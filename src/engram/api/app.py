@@ -24,10 +24,12 @@ from engram.api import (
     observations,
     operations,
     reflect,
+    templates,
 )
 from engram.api.auth import ApiKeyAuth, parse_api_keys
 from engram.api.errors import install_error_handlers
 from engram.api.limits import RequestLimits
+from engram.mcp.http import mcp_router
 from engram.services import Services
 from engram.settings import Settings
 
@@ -85,7 +87,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.add_middleware(RequestLimits, max_body_bytes=settings.max_request_bytes)
     app.add_middleware(ApiKeyAuth, keys=parse_api_keys(settings.api_keys, settings.tenant_api_key))  # outermost
     routers = (health, banks, memories, reflect, documents, entities, consolidation, observations, mental_models,
-               directives, operations)
+               directives, templates, operations)
     for module in routers:
         app.include_router(module.router)
+    app.include_router(mcp_router())  # /mcp and /mcp/{bank_id}/, with its own lifespan
     return app

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import uuid
 from typing import Any
 
 from fastapi import APIRouter, Depends, Query, Request
@@ -56,9 +57,13 @@ async def list_operations(
 async def get_operation(
     bank_id: str, operation_id: str, include_payload: bool = False, svc: Services = Depends(services)
 ) -> dict[str, Any]:
-    row = await store.get(svc.pool, bank_id, parse_uuid(operation_id, "operation"))
-    if row is None:
-        raise NotFound(f"operation '{operation_id}' not found in bank '{bank_id}'")
+    try:
+        op_id = uuid.UUID(operation_id)
+    except ValueError:
+        op_id = None
+    row = await store.get(svc.pool, bank_id, op_id) if op_id else None
+    if row is None:  # the contract's answer for an unknown id is a status, not an error
+        return {"operation_id": operation_id, "status": "not_found"}
     body = _summary(row)
     body.update({"operation_id": str(row["id"]), "completed_at": iso(row["completed_at"]),
                  "result_metadata": row["result"]})

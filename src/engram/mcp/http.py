@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import hmac
 import json
+import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
 from contextlib import asynccontextmanager
 from typing import Any
@@ -42,10 +43,10 @@ def token_accepted(scope: Scope, token: str | None) -> bool:
     return scheme.lower() == "bearer" and hmac.compare_digest(given.strip().encode(), token.encode())
 
 
-async def _answer(send: Send, status: int, detail: str, headers: list[tuple[bytes, bytes]] = ()) -> None:
+async def _answer(send: Send, status: int, detail: str, extra_headers: tuple[tuple[bytes, bytes], ...] = ()) -> None:
     body = json.dumps({"detail": detail}).encode()
-    await send({"type": "http.response.start", "status": status, "headers": [
-        (b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()), *headers]})
+    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()), *extra_headers]
+    await send({"type": "http.response.start", "status": status, "headers": headers})
     await send({"type": "http.response.body", "body": body})
 
 
@@ -79,7 +80,8 @@ class McpEndpoint:
                 # The SDK takes ~0.5 s to import: off the event loop, once.
                 manager_class, build_server = await asyncio.to_thread(_load_sdk)
                 manager = manager_class(
-                    app=build_server(lambda: app.state.services), stateless=True, json_response=True
+                    app=build_server(lambda: app.state.services), stateless=True, json_response=True,
+                    max_request_body_size=app.state.services.settings.max_request_bytes,
                 )
                 await self._task_group.start(_run_manager, manager)
                 self._manager = manager
@@ -93,7 +95,11 @@ class McpEndpoint:
             return
         if not token_accepted(scope, services.settings.mcp_token):
             await _answer(send, 401, "missing or wrong MCP token: send 'Authorization: Bearer <ENGRAM_MCP_TOKEN>'",
-                          [(b"www-authenticate", b"Bearer")])
+                          ((b"www-authenticate", b"Bearer"),))
+            return
+        if scope["method"] == "GET":  # a stateless server has nothing to push on a standalone event stream
+            await _answer(send, 405, "POST MCP messages here; this endpoint opens no event stream",
+                          ((b"allow", b"POST"),))
             return
         bank_id = (scope.get("path_params") or {}).get("bank_id") or _header(scope, BANK_HEADER) or None
         scope[BANK_SCOPE_KEY] = bank_id.strip() if bank_id else None
@@ -106,6 +112,9 @@ def _load_sdk() -> tuple[type, Callable[..., Any]]:
 
     from engram.mcp.server import build_server
 
+    sdk_log = logging.getLogger("mcp")
+    if sdk_log.level == logging.NOTSET:  # it reports every stateless request at INFO
+        sdk_log.setLevel(logging.WARNING)
     return StreamableHTTPSessionManager, build_server
 
 

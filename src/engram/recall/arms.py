@@ -90,11 +90,13 @@ async def graph(conn: asyncpg.Connection, scope: UnitFilter, seeds: Ranked, limi
             WHERE ue2.unit_id <> ALL({seed_ids}::uuid[])
             GROUP BY ue2.unit_id, s.id
         ),
-        via_links AS (
-            SELECT CASE WHEN l.from_unit = s.id THEN l.to_unit ELSE l.from_unit END AS id,
-                   s.sim * l.weight AS score
-            FROM seeds s
-            JOIN memory_links l ON (l.from_unit = s.id OR l.to_unit = s.id)
+        via_links AS (  -- two index-driven joins: an OR join plans badly before statistics exist
+            SELECT l.to_unit AS id, s.sim * l.weight AS score
+            FROM seeds s JOIN memory_links l ON l.from_unit = s.id
+            WHERE l.link_type IN ('semantic', 'causal')
+            UNION ALL
+            SELECT l.from_unit, s.sim * l.weight
+            FROM seeds s JOIN memory_links l ON l.to_unit = s.id
             WHERE l.link_type IN ('semantic', 'causal')
         ),
         activation AS (
@@ -140,12 +142,13 @@ async def temporal(
             ORDER BY m.embedding <=> {vector}::vector
             LIMIT {limit_ref}
         ),
+        best AS (SELECT * FROM inside ORDER BY similarity DESC LIMIT 20),
         spread AS (
-            SELECT CASE WHEN l.from_unit = i.id THEN l.to_unit ELSE l.from_unit END AS id,
-                   i.similarity * l.weight * 0.5 AS similarity
-            FROM (SELECT * FROM inside ORDER BY similarity DESC LIMIT 20) i
-            JOIN memory_links l ON (l.from_unit = i.id OR l.to_unit = i.id)
-            WHERE l.link_type IN ('temporal', 'causal')
+            SELECT l.to_unit AS id, b.similarity * l.weight * 0.5 AS similarity
+            FROM best b JOIN memory_links l ON l.from_unit = b.id WHERE l.link_type IN ('temporal', 'causal')
+            UNION ALL
+            SELECT l.from_unit, b.similarity * l.weight * 0.5
+            FROM best b JOIN memory_links l ON l.to_unit = b.id WHERE l.link_type IN ('temporal', 'causal')
         )
         SELECT c.id, max(c.similarity) AS score
         FROM (SELECT * FROM inside UNION ALL SELECT * FROM spread) c

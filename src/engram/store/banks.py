@@ -6,6 +6,7 @@ from typing import Any
 
 import asyncpg
 
+from engram.store.sql import like_pattern
 from engram.store.tx import Conn, transaction
 
 
@@ -74,12 +75,12 @@ async def list_banks(
                (SELECT max(updated_at) FROM documents d WHERE d.bank_id = b.bank_id) AS last_document_at,
                (SELECT max(created_at) FROM memory_units m WHERE m.bank_id = b.bank_id) AS last_write_at
         FROM banks b
-        WHERE ($1::text IS NULL OR b.bank_id ILIKE '%' || $1 || '%' OR b.name ILIKE '%' || $1 || '%')
+        WHERE ($1::text IS NULL OR b.bank_id ILIKE $1 OR b.name ILIKE $1)
           AND ($4::text[] IS NULL OR b.bank_id ~ ANY($4::text[]))
         ORDER BY b.created_at, b.bank_id
         LIMIT $2 OFFSET $3
         """,
-        q,
+        like_pattern(q) if q is not None else None,
         limit,
         offset,
         only,
@@ -92,10 +93,10 @@ async def _count_banks(conn: Conn, q: str | None, only: list[str] | None) -> int
     return await conn.fetchval(
         """
         SELECT count(*) FROM banks b
-        WHERE ($1::text IS NULL OR b.bank_id ILIKE '%' || $1 || '%' OR b.name ILIKE '%' || $1 || '%')
+        WHERE ($1::text IS NULL OR b.bank_id ILIKE $1 OR b.name ILIKE $1)
           AND ($2::text[] IS NULL OR b.bank_id ~ ANY($2::text[]))
         """,
-        q,
+        like_pattern(q) if q is not None else None,
         only,
     )
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncpg
 
 from engram.store.memories import delete_units_where
-from engram.store.sql import SqlParams, tags_condition
+from engram.store.sql import SqlParams, like_pattern, tags_condition
 from engram.store.tx import Conn, transaction
 
 
@@ -15,8 +15,8 @@ async def list_documents(
     params = SqlParams()
     parts = [f"d.bank_id = {params.add(bank_id)}"]
     if q:
-        ref = params.add(q)
-        parts.append(f"(d.id ILIKE '%' || {ref} || '%' OR d.original_text ILIKE '%' || {ref} || '%')")
+        ref = params.add(like_pattern(q))
+        parts.append(f"(d.id ILIKE {ref} OR d.original_text ILIKE {ref})")
     condition = tags_condition(params, tags, tags_match, column="d.tags")
     if condition != "TRUE":
         parts.append(condition)

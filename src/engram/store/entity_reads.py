@@ -7,7 +7,7 @@ import uuid
 
 import asyncpg
 
-from engram.store.sql import SqlParams, tags_condition
+from engram.store.sql import SqlParams, like_pattern, tags_condition
 from engram.store.tx import Conn
 
 
@@ -29,10 +29,10 @@ async def list_entities(
     params = SqlParams()
     parts = [f"e.bank_id = {params.add(bank_id)}", _tag_scope(params, tags, tags_match)]
     if q:
-        ref = params.add(q)
+        ref = params.add(like_pattern(q))
         parts.append(
-            f"(e.canonical_name ILIKE '%' || {ref} || '%' OR EXISTS (SELECT 1 FROM unit_entities ua"
-            f" WHERE ua.entity_id = e.id AND ua.mention ILIKE '%' || {ref} || '%'))"
+            f"(e.canonical_name ILIKE {ref} OR EXISTS (SELECT 1 FROM unit_entities ua"
+            f" WHERE ua.entity_id = e.id AND ua.mention ILIKE {ref}))"
         )
     order = {"name": "lower(e.canonical_name)", "recent": "e.last_seen DESC"}.get(sort, "e.mention_count DESC")
     rows = await conn.fetch(
@@ -129,7 +129,7 @@ async def memory_graph(
     if fact_type:
         parts.append(f"m.fact_type = {params.add(fact_type)}")
     if q:
-        parts.append(f"m.text ILIKE '%' || {params.add(q)} || '%'")
+        parts.append(f"m.text ILIKE {params.add(like_pattern(q))}")
     if document_id:
         parts.append(f"m.document_id = {params.add(document_id)}")
     if chunk_id:

@@ -11,7 +11,7 @@ import asyncpg
 
 from engram.store.entities import refresh_entity_counts
 from engram.store.observations import forget_sources, reset_sources
-from engram.store.sql import SqlParams, tags_condition
+from engram.store.sql import SqlParams, like_pattern, tags_condition
 from engram.store.tx import Conn, transaction
 
 ENTITY_NAMES = """ARRAY(SELECT e.canonical_name FROM unit_entities ue JOIN entities e ON e.id = ue.entity_id
@@ -37,7 +37,7 @@ class ListFilters:
         if self.fact_type:
             parts.append(f"m.fact_type = {params.add(self.fact_type)}")
         if self.q:
-            parts.append(f"m.text ILIKE '%' || {params.add(self.q)} || '%'")
+            parts.append(f"m.text ILIKE {params.add(like_pattern(self.q))}")
         if self.document_id:
             parts.append(f"m.document_id = {params.add(self.document_id)}")
         if self.entity_id:
@@ -209,11 +209,11 @@ async def list_tags(
         f"""
         SELECT tag, count(*) AS count, count(*) OVER () AS total
         FROM {table} t, unnest(t.tags) AS tag
-        WHERE t.bank_id = $1 AND ($2::text IS NULL OR tag ILIKE '%' || $2 || '%')
+        WHERE t.bank_id = $1 AND ($2::text IS NULL OR tag ILIKE $2)
         GROUP BY tag ORDER BY count(*) DESC, tag LIMIT $3 OFFSET $4
         """,
         bank_id,
-        q,
+        like_pattern(q, star_wildcard=True) if q is not None else None,
         limit,
         offset,
     )

@@ -24,6 +24,16 @@ class SqlParams:
         return f"${len(self.values)}"
 
 
+def like_pattern(text: str, *, star_wildcard: bool = False) -> str:
+    """An ILIKE pattern for a search string: `text` anywhere, its `%`, `_` and `\\` taken literally.
+    With `star_wildcard` and a `*` in `text`, `*` matches any run and the pattern is anchored, so
+    `user:*` finds tags that start with "user:" (Hindsight's tag search)."""
+    escaped = text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+    if star_wildcard and "*" in escaped:
+        return escaped.replace("*", "%")
+    return f"%{escaped}%"
+
+
 def tags_condition(params: SqlParams, tags: list[str] | None, match: str, column: str = "m.tags") -> str:
     """A boolean SQL expression for one tag filter ('TRUE' when it filters nothing)."""
     if match == "exact":

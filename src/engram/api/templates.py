@@ -1,0 +1,32 @@
+"""Bank templates: export, import (with dry run) and the manifest's JSON schema."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter, Depends
+
+from engram.api.deps import require_bank, services
+from engram.services import Services
+from engram.templates import BankTemplateManifest, export_template, import_template
+
+router = APIRouter(prefix="/v1", tags=["Bank Templates"])
+
+
+@router.get("/default/banks/{bank_id}/export")
+async def export_bank(bank_id: str, svc: Services = Depends(services)) -> dict[str, Any]:
+    await require_bank(svc, bank_id)
+    manifest = await export_template(svc, bank_id)
+    return manifest.model_dump(mode="json", exclude_none=True)
+
+
+@router.post("/default/banks/{bank_id}/import")
+async def import_bank(
+    bank_id: str, body: BankTemplateManifest, dry_run: bool = False, svc: Services = Depends(services)
+) -> dict[str, Any]:
+    return await import_template(svc, bank_id, body, dry_run=dry_run)
+
+
+@router.get("/bank-template-schema")
+async def template_schema() -> dict[str, Any]:
+    return BankTemplateManifest.model_json_schema()

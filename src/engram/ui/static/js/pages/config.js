@@ -1,0 +1,138 @@
+// The bank config editor: three tabs — the entity-label builder, the consolidation-strategies editor
+// (with live preview) and every other setting. Saves are PATCH …/config; a 400 names the field.
+
+import { api, bankPath, saveConfig } from "../api.js";
+import { clear, errorBox, h, markInvalid, notice, section } from "../dom.js";
+import { bankHref } from "../links.js";
+import { labelsEditor } from "./labels.js";
+import { strategiesEditor } from "./strategies.js";
+
+const TABS = [
+  ["labels", "Entity labels"],
+  ["strategies", "Consolidation strategies"],
+  ["settings", "All settings"],
+];
+const OWN_EDITORS = new Set(["entity_labels", "consolidation_strategies"]);
+
+function kindOf(value) {
+  if (typeof value === "boolean") return "bool";
+  if (typeof value === "number") return "number";
+  if (typeof value === "string") return "string";
+  return "json";
+}
+
+function display(value) {
+  if (value === null || value === undefined) return "";
+  return typeof value === "string" ? value : JSON.stringify(value);
+}
+
+/** The input's text as a config value: empty = null (back to the default). */
+function parse(kind, text) {
+  if (kind === "bool") return text === "true";
+  if (text.trim() === "") return null;
+  if (kind === "string") return text;
+  try {
+    return JSON.parse(text);
+  } catch {
+    if (kind === "number") return text; // the server names the field and the type it wants
+    return text;
+  }
+}
+
+function settingsEditor(ctx, config, reload) {
+  const message = h("div", { class: "message" });
+  const changed = new Map();
+  const rows = Object.entries(config.config)
+    .filter(([key]) => !OWN_EDITORS.has(key))
+    .map(([key, value]) => {
+      const kind = kindOf(value);
+      const overridden = Object.prototype.hasOwnProperty.call(config.overrides, key);
+      const original = kind === "bool" ? String(value) : display(value);
+      const input =
+        kind === "bool"
+          ? h("select", {}, ["true", "false"].map((v) => h("option", { value: v, selected: v === original }, v)))
+          : h("input", { value: original, placeholder: "default", class: kind === "number" ? "narrow" : null });
+      input.addEventListener("input", () => {
+        if (input.value === original) changed.delete(key);
+        else changed.set(key, parse(kind, input.value));
+        row.classList.toggle("changed", changed.has(key));
+      });
+      input.addEventListener("change", () => input.dispatchEvent(new Event("input")));
+      const reset = overridden
+        ? h("button", {
+            type: "button",
+            class: "small-button secondary",
+            title: "Drop this bank's override",
+            onclick: async () => {
+              try {
+                await saveConfig(ctx.bankId, { [key]: null });
+                reload(`${key} reset to the default.`);
+              } catch (error) {
+                clear(message, errorBox(error));
+              }
+            },
+          }, "Reset")
+        : null;
+      const row = h(
+        "tr",
+        { "data-path": key },
+        h("th", {}, h("code", {}, key)),
+        h("td", {}, input),
+        h("td", {}, overridden ? h("span", { class: "badge badge-override" }, "override") : h("span", { class: "muted small" }, "default")),
+        h("td", {}, reset),
+      );
+      return row;
+    });
+  const table = h("table", { class: "grid settings" }, h("tbody", {}, rows));
+  const save = async () => {
+    if (!changed.size) {
+      clear(message, notice("Nothing changed.", "info"));
+      return;
+    }
+    try {
+      await saveConfig(ctx.bankId, Object.fromEntries(changed));
+      reload(`Saved ${changed.size} setting${changed.size === 1 ? "" : "s"}.`);
+    } catch (error) {
+      clear(message, errorBox(error));
+      markInvalid(table, error.field ? error.field.replace(/^updates\./, "").split(/[.[]/)[0] : null);
+    }
+  };
+  return section(
+    "Settings",
+    h("p", { class: "muted small" }, "Empty = the server's default. Objects and lists are JSON. Changed rows are highlighted."),
+    message,
+    table,
+    h("div", { class: "actions" }, h("button", { type: "button", id: "save-settings", onclick: save }, "Save settings")),
+  );
+}
+
+export async function renderConfig(ctx) {
+  const tab = ctx.params.get("tab") || "labels";
+  const [config, scopes] = await Promise.all([
+    api("GET", `${bankPath(ctx.bankId)}/config`),
+    api("GET", `${bankPath(ctx.bankId)}/observations/scopes`, { query: { limit: 100 } }),
+  ]);
+  if (!ctx.alive()) return;
+  const flash = ctx.params.get("saved");
+  const reload = (text) => {
+    const params = { tab, saved: text, t: Date.now() };
+    location.hash = bankHref(ctx.bankId, "config", params);
+  };
+  let body;
+  if (tab === "strategies") body = strategiesEditor(ctx, config, scopes, reload);
+  else if (tab === "settings") body = settingsEditor(ctx, config, reload);
+  else body = labelsEditor(ctx, config, reload);
+  clear(
+    ctx.main,
+    h("h1", {}, "Config"),
+    h(
+      "nav",
+      { class: "tabs" },
+      TABS.map(([name, label]) =>
+        h("a", { href: bankHref(ctx.bankId, "config", { tab: name }), class: name === tab ? "active" : null }, label),
+      ),
+    ),
+    flash ? notice(flash) : null,
+    body,
+  );
+}
