@@ -198,10 +198,13 @@ class TurnIndex:
 
 # --- baselines over the raw turns --------------------------------------------------------------------------
 
-STOPWORDS = frozenset(
-    "a an the and or but of to in on at for with by from as is are was were be been being am it its this that"
-    " these those i me my you your he him his she her we us our they them their what which who whom when where"
-    " why how do does did has have had not no so if than then there here just about into s t".split())
+STOPWORDS = frozenset((
+    "a", "an", "the", "and", "or", "but", "of", "to", "in", "on", "at", "for", "with", "by", "from", "as",
+    "is", "are", "was", "were", "be", "been", "being", "am", "it", "its", "this", "that", "these", "those",
+    "i", "me", "my", "you", "your", "he", "him", "his", "she", "her", "we", "us", "our", "they", "them",
+    "their", "what", "which", "who", "whom", "when", "where", "why", "how", "do", "does", "did", "has", "have",
+    "had", "not", "no", "so", "if", "than", "then", "there", "here", "just", "about", "into", "s", "t",
+))
 _TOKEN = re.compile(r"[a-z0-9]+")
 
 
@@ -222,7 +225,8 @@ class BM25:
         for position, bag in enumerate(bags):
             for term, count in bag.items():
                 self.postings[term].append((position, count))
-        self.idf = {term: math.log(1 + (self.size - len(p) + 0.5) / (len(p) + 0.5)) for term, p in self.postings.items()}
+        self.idf = {term: math.log(1 + (self.size - len(found) + 0.5) / (len(found) + 0.5))
+                    for term, found in self.postings.items()}
 
     def rank(self, query: str) -> list[int]:
         """Positions of the documents sharing a term with the query, best first."""
@@ -425,7 +429,9 @@ def summary(run: Run, conversations: list[Conversation], dropped: Dropped, args:
                    "seconds": round(run.ingest_seconds, 2),
                    "turns_per_second": round(run.turns / run.ingest_seconds, 1) if run.ingest_seconds else None},
         "recall_latency_ms": {"p50": round(percentile(run.latencies, 0.5) * 1000, 1),
-                              "p95": round(percentile(run.latencies, 0.95) * 1000, 1)},
+                              "p95": round(percentile(run.latencies, 0.95) * 1000, 1),
+                              "max": round(max(run.latencies, default=0.0) * 1000, 1),
+                              "over_1s": sum(s > 1 for s in run.latencies)},
         "recall_request": {"budget": "mid", "max_tokens": args.max_tokens},
         "results_per_query": {"min": min(run.result_counts, default=0),
                               "median": percentile([float(c) for c in run.result_counts], 0.5),
@@ -448,7 +454,7 @@ def print_table(report: dict[str, Any], command: str) -> None:
         header += f"   {TITLES[method]:<20}"
         rule += f"   {'-' * 20}"
     print(header)
-    print(f"{'':26}" + "   R@5   R@10   R@50  " * len(METHODS))
+    print(f"{'':26}" + ("   " + " ".join(f"{f'R@{k}':>6}" for k in KS)) * len(METHODS))
     print(rule)
     for key in ["overall", *(str(c) for c in CATEGORIES)]:
         if key not in report["questions"]:
@@ -462,7 +468,8 @@ def print_table(report: dict[str, Any], command: str) -> None:
           f"{ingest['memories']:,} memories in {ingest['seconds']:.1f} s ({ingest['turns_per_second']} turns/s)")
     counts = report["results_per_query"]
     print(f"recall (budget mid, max_tokens {report['recall_request']['max_tokens']}): p50 {latency['p50']:.1f} ms, "
-          f"p95 {latency['p95']:.1f} ms; results per query: min {counts['min']}, median {counts['median']:.0f}, "
+          f"p95 {latency['p95']:.1f} ms, max {latency['max'] / 1000:.1f} s ({latency['over_1s']} over 1 s); "
+          f"results per query: min {counts['min']}, median {counts['median']:.0f}, "
           f"{counts['below_50']} queries with fewer than 50")
     origin = report["provenance"]
     dropped = report["dropped_questions"]

@@ -120,6 +120,59 @@ def cmd_banks(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_import(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from engram.cli_import import import_file
+
+    try:
+        summary = import_file(Path(args.file), args.bank, lambda m, p, b: _request(args, m, p, b), tags=args.tag)
+    except (OSError, ValueError) as exc:
+        raise SystemExit(f"cannot import {args.file}: {exc}") from exc
+    print(f"imported {summary['items']} items into {args.bank}: {summary['facts']} new facts, "
+          f"{summary['entities']} new entities, {len(summary['failures'])} failed batches")
+    for failure in summary["failures"]:
+        print(f"  failed: {failure}")
+    return 1 if summary["failures"] else 0
+
+
+def cmd_stats(args: argparse.Namespace) -> int:
+    from rich.console import Console
+    from rich.table import Table
+
+    stats = _request(args, "GET", f"/v1/default/banks/{args.bank}/stats")
+    table = Table(title=f"bank {args.bank}", show_header=False)
+    rows = [("memories", stats["total_nodes"]), ("documents", stats["total_documents"]),
+            ("links", stats["total_links"]), ("observations", stats["total_observations"]),
+            ("waiting for consolidation", stats["pending_consolidation"]),
+            ("failed consolidation", stats["failed_consolidation"]),
+            ("pending operations", stats["pending_operations"]), ("failed operations", stats["failed_operations"])]
+    rows += [(f"  {kind}", count) for kind, count in stats["nodes_by_fact_type"].items()]
+    for name, value in rows:
+        table.add_row(name, str(value))
+    Console().print(table)
+    return 0
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    manifest = _request(args, "GET", f"/v1/default/banks/{args.bank}/export")
+    text = json.dumps(manifest, indent=2)
+    if args.output:
+        with open(args.output, "w", encoding="utf-8") as handle:
+            handle.write(text + "\n")
+    else:
+        print(text)
+    return 0
+
+
+def cmd_restore(args: argparse.Namespace) -> int:
+    with open(args.file, encoding="utf-8") as handle:
+        manifest = json.load(handle)
+    suffix = "?dry_run=true" if args.dry_run else ""
+    print(json.dumps(_request(args, "POST", f"/v1/default/banks/{args.bank}/import{suffix}", manifest), indent=2))
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="engram", description="Long-term memory server for AI agents")
     parser.add_argument("--url", help="server URL for client commands (default $ENGRAM_URL or http://127.0.0.1:8888)")
@@ -156,6 +209,27 @@ def build_parser() -> argparse.ArgumentParser:
 
     banks = sub.add_parser("banks", help="list banks")
     banks.set_defaults(fn=cmd_banks)
+
+    importer = sub.add_parser("import", help="import JSON/JSONL conversations or text/markdown files, with progress")
+    importer.add_argument("bank")
+    importer.add_argument("file")
+    importer.add_argument("--tag", action="append", help="tag every imported memory (repeatable)")
+    importer.set_defaults(fn=cmd_import)
+
+    stats = sub.add_parser("stats", help="a bank's counts")
+    stats.add_argument("bank")
+    stats.set_defaults(fn=cmd_stats)
+
+    export = sub.add_parser("export", help="a bank's template: config, mental models, directives")
+    export.add_argument("bank")
+    export.add_argument("-o", "--output")
+    export.set_defaults(fn=cmd_export)
+
+    restore = sub.add_parser("restore", help="apply a bank template (from engram export)")
+    restore.add_argument("bank")
+    restore.add_argument("file")
+    restore.add_argument("--dry-run", action="store_true")
+    restore.set_defaults(fn=cmd_restore)
     return parser
 
 

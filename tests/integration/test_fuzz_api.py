@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections import Counter
 from collections.abc import Iterator
 
 import pytest
@@ -34,6 +35,15 @@ def session() -> Iterator[requests.Session]:
         yield http
 
 
+@pytest.fixture(scope="module")
+def cases() -> Iterator[Counter[str]]:
+    """Requests sent per operation; the totals are printed at the end (`pytest -s`)."""
+    sent: Counter[str] = Counter()
+    yield sent
+    print(f"\nfuzzing sent {sum(sent.values())} requests to {len(sent)} operations "
+          f"({EXAMPLES} examples each at most, derandomized)")
+
+
 def test_the_live_server_publishes_the_fuzzed_schema(server: RunningServer) -> None:
     assert requests.get(server.url + "/openapi.json", timeout=10).json() == json.loads(json.dumps(OPENAPI))
 
@@ -47,8 +57,9 @@ def test_the_live_server_publishes_the_fuzzed_schema(server: RunningServer) -> N
     suppress_health_check=list(HealthCheck),
 )
 def test_no_operation_answers_with_a_server_error(
-    case: schemathesis.Case, server: RunningServer, session: requests.Session
+    case: schemathesis.Case, server: RunningServer, session: requests.Session, cases: Counter[str]
 ) -> None:
+    cases[f"{case.method} {case.path}"] += 1
     response = case.call(base_url=server.url, session=session, timeout=60)
     assert response.status_code < 500, (
         f"{response.status_code} from {case.as_curl_command(base_url=server.url)}\n{response.text[:2000]}"

@@ -11,7 +11,7 @@ from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
 
-from engram import __version__
+from engram import __version__, ui
 from engram.api import (
     banks,
     consolidation,
@@ -21,6 +21,7 @@ from engram.api import (
     health,
     memories,
     mental_models,
+    metrics,
     observations,
     operations,
     reflect,
@@ -29,6 +30,7 @@ from engram.api import (
 from engram.api.auth import ApiKeyAuth, parse_api_keys
 from engram.api.errors import install_error_handlers
 from engram.api.limits import RequestLimits
+from engram.api.metrics import RequestTiming
 from engram.mcp.http import mcp_router
 from engram.services import Services
 from engram.settings import Settings
@@ -51,7 +53,10 @@ async def open_services(settings: Settings) -> Services:
     from engram.store.pool import open_store
 
     store = await open_store(settings)
-    return Services(settings=settings, store=store, llm=from_settings(settings))
+    from engram.llm.metered import MeteredProvider
+
+    llm = from_settings(settings)
+    return Services(settings=settings, store=store, llm=MeteredProvider(llm) if llm is not None else None)
 
 
 async def close_services(svc: Services) -> None:
@@ -84,11 +89,13 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     app = FastAPI(title="Engram", version=__version__, lifespan=lifespan)
     install_error_handlers(app)
+    app.add_middleware(RequestTiming)
     app.add_middleware(RequestLimits, max_body_bytes=settings.max_request_bytes)
     app.add_middleware(ApiKeyAuth, keys=parse_api_keys(settings.api_keys, settings.tenant_api_key))  # outermost
     routers = (health, banks, memories, reflect, documents, entities, consolidation, observations, mental_models,
-               directives, templates, operations)
+               directives, templates, operations, metrics)
     for module in routers:
         app.include_router(module.router)
     app.include_router(mcp_router())  # /mcp and /mcp/{bank_id}/, with its own lifespan
+    ui.mount(app)  # the control plane: static pages at /ui
     return app

@@ -68,7 +68,7 @@ async def list_banks(
     request: Request,
     q: str | None = None,
     limit: int = Query(100, ge=1, le=1000),
-    offset: int = Query(0, ge=0),
+    offset: int = Query(0, ge=0, le=2**31 - 1),
     svc: Services = Depends(services),
 ) -> BankListResponse:
     access = bank_access(request)  # a bank-limited API key lists only its banks

@@ -35,7 +35,7 @@ async def list_documents(
     tags: list[str] | None = Query(None),
     tags_match: str = "any_strict",
     limit: int = Query(100, ge=1, le=1000),
-    offset: int = Query(0, ge=0),
+    offset: int = Query(0, ge=0, le=2**31 - 1),
     svc: Services = Depends(services),
 ) -> dict[str, Any]:
     await require_bank(svc, bank_id)
@@ -82,7 +82,7 @@ async def delete_document(bank_id: str, document_id: str, svc: Services = Depend
 
 @router.get("/banks/{bank_id}/documents/{document_id}/chunks")
 async def list_chunks(
-    bank_id: str, document_id: str, limit: int = Query(100, ge=1, le=1000), offset: int = Query(0, ge=0),
+    bank_id: str, document_id: str, limit: int = Query(100, ge=1, le=1000), offset: int = Query(0, ge=0, le=2**31 - 1),
     svc: Services = Depends(services),
 ) -> dict[str, Any]:
     rows, total = await store.list_chunks(svc.pool, bank_id, document_id, limit=limit, offset=offset)

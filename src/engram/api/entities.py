@@ -43,7 +43,7 @@ async def list_entities(
     tags: list[str] | None = Query(None),
     tags_match: str = "any",
     limit: int = Query(100, ge=1, le=1000),
-    offset: int = Query(0, ge=0),
+    offset: int = Query(0, ge=0, le=2**31 - 1),
     svc: Services = Depends(services),
 ) -> dict[str, Any]:
     await require_bank(svc, bank_id)
@@ -58,7 +58,7 @@ async def list_entities(
 async def entity_graph(
     bank_id: str,
     limit: int = Query(1000, ge=1, le=10000),
-    min_count: int = Query(1, ge=1),
+    min_count: int = Query(1, ge=1, le=2**31 - 1),
     tags: list[str] | None = Query(None),
     tags_match: str = "any",
     svc: Services = Depends(services),

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 
+import asyncpg
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 
@@ -21,6 +22,13 @@ def install_error_handlers(app: FastAPI) -> None:
         if isinstance(exc, InvalidInput):
             body["field"] = exc.field
         return JSONResponse(status_code=exc.status, content=body)
+
+    @app.exception_handler(asyncpg.DataError)
+    async def data_error(_: Request, exc: asyncpg.DataError) -> JSONResponse:
+        # PostgreSQL's "data exception" class (and asyncpg's check of arguments): a value from the
+        # request that the database cannot take, e.g. a number beyond its column's range.
+        log.warning("refused a value the database cannot store: %s", exc)
+        return JSONResponse(status_code=400, content={"detail": f"invalid value: {exc}", "error": "InvalidInput"})
 
     @app.exception_handler(Exception)
     async def unexpected_error(_: Request, exc: Exception) -> JSONResponse:

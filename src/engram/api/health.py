@@ -41,7 +41,7 @@ async def version(svc: Services = Depends(services)) -> dict[str, object]:
         "api_version": __version__,
         "features": {
             "observations": svc.llm is not None,
-            "mcp": False,
+            "mcp": True,
             "worker": svc.settings.worker_enabled,
             "bank_config_api": True,
             "bank_llm_health": False,

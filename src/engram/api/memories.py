@@ -84,7 +84,7 @@ async def list_memories(
     start_date: str | None = None,
     end_date: str | None = None,
     limit: int = Query(100, ge=1, le=1000),
-    offset: int = Query(0, ge=0),
+    offset: int = Query(0, ge=0, le=2**31 - 1),
     svc: Services = Depends(services),
 ) -> dict[str, Any]:
     await require_bank(svc, bank_id)
@@ -136,7 +136,7 @@ async def list_tags(
     q: str | None = None,
     source: str = "memories",
     limit: int = Query(100, ge=1, le=1000),
-    offset: int = Query(0, ge=0),
+    offset: int = Query(0, ge=0, le=2**31 - 1),
     svc: Services = Depends(services),
 ) -> dict[str, Any]:
     await require_bank(svc, bank_id)

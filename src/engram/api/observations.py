@@ -29,7 +29,7 @@ class StrategiesPreviewRequest(BaseModel):
 async def list_observation_scopes(
     bank_id: str,
     limit: int = Query(100, ge=0, le=1000),
-    offset: int = Query(0, ge=0),
+    offset: int = Query(0, ge=0, le=2**31 - 1),
     svc: Services = Depends(services),
 ) -> dict[str, Any]:
     await require_bank(svc, bank_id)

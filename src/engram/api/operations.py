@@ -41,7 +41,7 @@ async def list_operations(
     status: str | None = None,
     type: str | None = None,
     limit: int = Query(20, ge=1, le=1000),
-    offset: int = Query(0, ge=0),
+    offset: int = Query(0, ge=0, le=2**31 - 1),
     exclude_parents: bool = False,
     svc: Services = Depends(services),
 ) -> dict[str, Any]:
