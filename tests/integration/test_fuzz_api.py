@@ -36,12 +36,12 @@ def session() -> Iterator[requests.Session]:
 
 
 @pytest.fixture(scope="module")
-def cases() -> Iterator[Counter[str]]:
+def cases(server: RunningServer) -> Iterator[Counter[str]]:
     """Requests sent per operation; the totals are printed at the end (`pytest -s`)."""
     sent: Counter[str] = Counter()
     yield sent
     print(f"\nfuzzing sent {sum(sent.values())} requests to {len(sent)} operations "
-          f"({EXAMPLES} examples each at most, derandomized)")
+          f"({EXAMPLES} examples each at most, derandomized); server log: {server.log_path}")
 
 
 def test_the_live_server_publishes_the_fuzzed_schema(server: RunningServer) -> None:
@@ -59,7 +59,7 @@ def test_the_live_server_publishes_the_fuzzed_schema(server: RunningServer) -> N
 def test_no_operation_answers_with_a_server_error(
     case: schemathesis.Case, server: RunningServer, session: requests.Session, cases: Counter[str]
 ) -> None:
-    cases[f"{case.method} {case.path}"] += 1
+    cases[case.operation.label] += 1
     response = case.call(base_url=server.url, session=session, timeout=60)
     assert response.status_code < 500, (
         f"{response.status_code} from {case.as_curl_command(base_url=server.url)}\n{response.text[:2000]}"

@@ -16,7 +16,7 @@ from engram.recall import arms
 from engram.recall.budget import fill_budget
 from engram.recall.filters import UnitFilter
 from engram.recall.include import include_chunks, include_entities, include_source_facts
-from engram.recall.rows import fetch_candidates, to_result
+from engram.recall.rows import entity_names, fetch_candidates, to_result
 from engram.recall.scoring import fuse_rrf, proof_factor, recency_factor, temporal_factor
 from engram.types import RecallRequest, RecallResponse, RecallScores
 
@@ -103,7 +103,7 @@ async def recall(services: Services, bank_id: str, request: RecallRequest) -> Re
     ranked = await run_arms(services, scope, request, query_vector, limit, window, config, timings)
     fused = fuse_rrf(ranked)
     top_ids = sorted(fused, key=fused.__getitem__, reverse=True)[:limit]
-    rows = await fetch_candidates(services.pool, top_ids, query_vector)
+    rows = await _timed("fetch", timings, fetch_candidates(services.pool, top_ids, query_vector))
 
     reranked = await _rerank(services, config, request.query, top_ids, rows, timings)
     scored = _score(top_ids, rows, fused, reranked, dict(ranked.get("keyword", [])), now, window)
@@ -113,19 +113,26 @@ async def recall(services: Services, bank_id: str, request: RecallRequest) -> Re
     if floors and floors.final is not None:
         scored = [s for s in scored if s[0] >= floors.final]
 
-    results = [to_result(rows[unit_id], scores) for _, unit_id, scores in scored]
     prefer = request.prefer_observations
     if prefer is None:
         prefer = bool(config.get("recall_prefer_observations"))
     if prefer and "observation" in types and ({"world", "experience"} & set(types)):
-        covered = {fid for r in results if r.type == "observation" for fid in r.source_fact_ids or []}
-        results = [r for r in results if r.type == "observation" or r.id not in covered]
-    results, _ = fill_budget(results, [r.text for r in results], request.max_tokens)
+        covered = {str(f) for _, uid, _ in scored if rows[uid]["fact_type"] == "observation"
+                   for f in rows[uid]["source_memory_ids"]}
+        scored = [s for s in scored if rows[s[1]]["fact_type"] == "observation" or str(s[1]) not in covered]
+    kept, _ = fill_budget(
+        scored, [rows[uid]["text"] for _, uid, _ in scored], request.max_tokens,
+        [rows[uid]["token_count"] for _, uid, _ in scored],
+    )
+    names = await entity_names(services.pool, [uid for _, uid, _ in kept])
+    results = [to_result(rows[uid], scores, names.get(uid, [])) for _, uid, scores in kept]
 
     response = RecallResponse(results=results)
     include = request.include
     if include.entities is not None and results:
-        response.entities = await include_entities(services.pool, bank_id, results, include.entities.max_tokens)
+        response.entities = await _timed(
+            "include_entities", timings, include_entities(services.pool, bank_id, results, include.entities.max_tokens)
+        )
     if include.chunks is not None and results:
         response.chunks = await include_chunks(services.pool, results, include.chunks.max_tokens)
     if include.source_facts is not None and results:
@@ -203,6 +210,8 @@ def _trace(
         "arms": {name: {"count": len(lst), "ms": timings.get(name)} for name, lst in ranked.items()},
         "embed_ms": timings.get("embed"),
         "rerank_ms": timings.get("rerank"),
+        "fetch_ms": timings.get("fetch"),
+        "include_entities_ms": timings.get("include_entities"),
         "total_ms": round((time.perf_counter() - started) * 1000, 2),
         "results": [
             {

@@ -10,9 +10,11 @@ import asyncpg
 
 from engram.types import RecallResult, RecallScores
 
-UNIT_COLUMNS = """
+CANDIDATE_COLUMNS = """
     m.id, m.text, m.fact_type, m.context, m.occurred_start, m.occurred_end, m.mentioned_at, m.created_at,
-    m.document_id, m.metadata, m.chunk_id, m.tags, m.source_memory_ids, m.proof_count,
+    m.document_id, m.metadata, m.chunk_id, m.tags, m.source_memory_ids, m.proof_count, m.token_count
+"""
+UNIT_COLUMNS = CANDIDATE_COLUMNS + """,
     ARRAY(SELECT e.canonical_name FROM unit_entities ue JOIN entities e ON e.id = ue.entity_id
           WHERE ue.unit_id = m.id ORDER BY e.canonical_name) AS entity_names
 """
@@ -21,15 +23,28 @@ UNIT_COLUMNS = """
 async def fetch_candidates(
     pool: asyncpg.Pool, unit_ids: list[uuid.UUID], query_vector: Any
 ) -> dict[uuid.UUID, asyncpg.Record]:
+    """What scoring and the budget need (entity names come later, for the results kept)."""
     if not unit_ids:
         return {}
     rows = await pool.fetch(
-        f"SELECT {UNIT_COLUMNS}, 1 - (m.embedding <=> $2::vector) AS similarity"
+        f"SELECT {CANDIDATE_COLUMNS}, 1 - (m.embedding <=> $2::vector) AS similarity"
         " FROM memory_units m WHERE m.id = ANY($1::uuid[])",
         unit_ids,
         query_vector,
     )
     return {row["id"]: row for row in rows}
+
+
+async def entity_names(pool: asyncpg.Pool, unit_ids: list[uuid.UUID]) -> dict[uuid.UUID, list[str]]:
+    rows = await pool.fetch(
+        """
+        SELECT ue.unit_id, array_agg(e.canonical_name ORDER BY e.canonical_name) AS names
+        FROM unit_entities ue JOIN entities e ON e.id = ue.entity_id
+        WHERE ue.unit_id = ANY($1::uuid[]) GROUP BY ue.unit_id
+        """,
+        unit_ids,
+    )
+    return {row["unit_id"]: list(row["names"]) for row in rows}
 
 
 async def fetch_units(pool: asyncpg.Pool, unit_ids: list[uuid.UUID]) -> dict[uuid.UUID, asyncpg.Record]:
@@ -43,12 +58,17 @@ def iso(value: datetime | None) -> str | None:
     return value.isoformat() if value is not None else None
 
 
-def to_result(row: asyncpg.Record, scores: RecallScores | None = None) -> RecallResult:
+def to_result(
+    row: asyncpg.Record, scores: RecallScores | None = None, names: list[str] | None = None
+) -> RecallResult:
+    """A unit as a recall result; entity names from `names`, else from the row's `entity_names`."""
+    if names is None:
+        names = list(row["entity_names"]) if "entity_names" in row.keys() else []
     return RecallResult(
         id=str(row["id"]),
         text=row["text"],
         type=row["fact_type"],
-        entities=list(row["entity_names"]) or None,
+        entities=names or None,
         context=row["context"],
         occurred_start=iso(row["occurred_start"]),
         occurred_end=iso(row["occurred_end"]),

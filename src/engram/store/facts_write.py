@@ -30,6 +30,7 @@ class UnitRow:
     tags: list[str]
     metadata: dict[str, Any]
     observation_scopes: Any
+    token_count: int | None = None
 
 
 async def lock_document(conn: asyncpg.Connection, bank_id: str, document_id: str) -> None:
@@ -148,15 +149,16 @@ async def insert_units(conn: asyncpg.Connection, bank_id: str, units: list[UnitR
         """
         INSERT INTO memory_units (id, bank_id, document_id, chunk_id, text, context, fact_type, fact_kind,
                                   embedding, occurred_start, occurred_end, mentioned_at, tags, metadata,
-                                  observation_scopes)
+                                  observation_scopes, token_count)
         SELECT u.id, $1, u.document_id, u.chunk_id, u.text, u.context, u.fact_type, u.fact_kind,
                u.embedding::vector, u.occurred_start, u.occurred_end, u.mentioned_at,
-               ARRAY(SELECT jsonb_array_elements_text(u.tags::jsonb)), u.metadata::jsonb, nullif(u.scopes, 'null')::jsonb
+               ARRAY(SELECT jsonb_array_elements_text(u.tags::jsonb)), u.metadata::jsonb, nullif(u.scopes, 'null')::jsonb,
+               u.token_count
         FROM unnest($2::uuid[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[],
                     $9::text[], $10::timestamptz[], $11::timestamptz[], $12::timestamptz[], $13::text[],
-                    $14::text[], $15::text[])
+                    $14::text[], $15::text[], $16::int[])
           AS u(id, document_id, chunk_id, text, context, fact_type, fact_kind, embedding, occurred_start,
-               occurred_end, mentioned_at, tags, metadata, scopes)
+               occurred_end, mentioned_at, tags, metadata, scopes, token_count)
         """,
         bank_id,
         [u.id for u in units],
@@ -174,6 +176,7 @@ async def insert_units(conn: asyncpg.Connection, bank_id: str, units: list[UnitR
         [json.dumps(u.tags) for u in units],
         [json.dumps(u.metadata) for u in units],
         [json.dumps(u.observation_scopes) for u in units],
+        [u.token_count for u in units],
     )
 
 

@@ -8,6 +8,7 @@ from typing import Any
 
 import asyncpg
 
+from engram.models.tokens import count_tokens
 from engram.store.tx import Conn
 
 HISTORY_LIMIT = 50
@@ -101,13 +102,13 @@ async def insert_observation(
     await conn.execute(
         """
         INSERT INTO memory_units (id, bank_id, text, fact_type, embedding, tags, source_memory_ids, evidence,
-                                  proof_count, occurred_start, occurred_end, mentioned_at, consolidated_at)
+                                  proof_count, occurred_start, occurred_end, mentioned_at, consolidated_at, token_count)
         SELECT $1, $2, $3, 'observation', $4::vector, $5::text[], $6::uuid[], $7::jsonb, cardinality($6::uuid[]),
                min(coalesce(s.occurred_start, s.mentioned_at)), max(coalesce(s.occurred_end, s.mentioned_at)),
-               max(s.mentioned_at), now()
+               max(s.mentioned_at), now(), $8
         FROM memory_units s WHERE s.id = ANY($6::uuid[])
         """,
-        observation_id, bank_id, text, _vector(vector), scope, sources, evidence,
+        observation_id, bank_id, text, _vector(vector), scope, sources, evidence, count_tokens(text),
     )
     await _link_source_entities(conn, bank_id, observation_id)
     return observation_id
@@ -143,10 +144,11 @@ async def rewrite_observation(
                       FROM memory_units s WHERE s.id = ANY($3::uuid[]))
         UPDATE memory_units m SET text = $2, embedding = $4::vector, source_memory_ids = coalesce(live.ids, '{}'),
                proof_count = coalesce(cardinality(live.ids), 0), evidence = $5::jsonb, occurred_start = live.lo,
-               occurred_end = live.hi, mentioned_at = live.said, updated_at = now(), consolidated_at = now()
+               occurred_end = live.hi, mentioned_at = live.said, updated_at = now(), consolidated_at = now(),
+               token_count = $6
         FROM live WHERE m.id = $1
         """,
-        observation_id, text, sources, _vector(vector), evidence,
+        observation_id, text, sources, _vector(vector), evidence, count_tokens(text),
     )
     await conn.execute("DELETE FROM unit_entities WHERE unit_id = $1", observation_id)
     await _link_source_entities(conn, bank_id, observation_id)

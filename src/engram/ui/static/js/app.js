@@ -98,8 +98,9 @@ async function route() {
   try {
     await render(ctx);
   } catch (error) {
-    if (ctx.alive()) clear(main, errorBox(error));
-    else console.warn(error);
+    if (!ctx.alive()) return;
+    clear(main, errorBox(error));
+    if (error.status === 401) document.getElementById("apikey").classList.add("invalid");
   }
 }
 
@@ -109,6 +110,7 @@ function setUpApiKey() {
   document.getElementById("apikey-form").addEventListener("submit", (event) => {
     event.preventDefault();
     setApiKey(input.value.trim());
+    input.classList.remove("invalid");
     route();
   });
 }

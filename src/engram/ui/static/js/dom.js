@@ -113,6 +113,11 @@ export function facts(rows) {
   );
 }
 
+/** Drop the "saved" notice a previous save left, before showing the outcome of a new one. */
+export function clearFlash() {
+  document.getElementById("config-flash")?.remove();
+}
+
 export function debounce(fn, ms) {
   let timer = null;
   return (...args) => {

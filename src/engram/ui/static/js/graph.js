@@ -66,7 +66,10 @@ function layout(nodes, edges, width, height) {
   return { x, y, links };
 }
 
-function fit(x, y, width, height, margin) {
+// Scale and centre the layout into the picture; labels sit right of their node, so the right
+// margin is wider.
+function fit(x, y, width, height) {
+  const margin = { left: 30, right: 110, top: 30, bottom: 30 };
   let [minX, maxX, minY, maxY] = [Infinity, -Infinity, Infinity, -Infinity];
   for (let i = 0; i < x.length; i++) {
     minX = Math.min(minX, x[i]);
@@ -74,12 +77,20 @@ function fit(x, y, width, height, margin) {
     minY = Math.min(minY, y[i]);
     maxY = Math.max(maxY, y[i]);
   }
-  const scale = Math.min((width - 2 * margin) / (maxX - minX || 1), (height - 2 * margin) / (maxY - minY || 1), 1.5);
-  const offX = (width - (maxX - minX) * scale) / 2;
-  const offY = (height - (maxY - minY) * scale) / 2;
+  const innerW = width - margin.left - margin.right;
+  const innerH = height - margin.top - margin.bottom;
+  const fitX = innerW / (maxX - minX || 1);
+  const fitY = innerH / (maxY - minY || 1);
+  // Stretch along the roomier axis too, but at most 1.6× more than the other: fills the picture
+  // without squashing the shape.
+  const base = Math.min(fitX, fitY, 1.5);
+  const scaleX = Math.min(fitX, base * 1.6);
+  const scaleY = Math.min(fitY, base * 1.6);
+  const offX = margin.left + (innerW - (maxX - minX) * scaleX) / 2;
+  const offY = margin.top + (innerH - (maxY - minY) * scaleY) / 2;
   for (let i = 0; i < x.length; i++) {
-    x[i] = offX + (x[i] - minX) * scale;
-    y[i] = offY + (y[i] - minY) * scale;
+    x[i] = offX + (x[i] - minX) * scaleX;
+    y[i] = offY + (y[i] - minY) * scaleY;
   }
 }
 
@@ -87,9 +98,9 @@ function fit(x, y, width, height, margin) {
  * `nodes`: [{id, label, weight}], `edges`: [{source, target, weight}]. Returns an <svg>; clicking a
  * node calls `onSelect(node)`, hovering one highlights its neighbours.
  */
-export function graphSvg(nodes, edges, { width = 900, height = 560, onSelect = null } = {}) {
+export function graphSvg(nodes, edges, { width = 1000, height = 520, onSelect = null } = {}) {
   const { x, y, links } = layout(nodes, edges, width, height);
-  if (nodes.length) fit(x, y, width, height, 40);
+  if (nodes.length) fit(x, y, width, height);
   const maxWeight = Math.max(1, ...nodes.map((n) => n.weight || 1));
   const maxEdge = Math.max(1, ...links.map(([, , w]) => w));
   const radius = (node) => 5 + 13 * Math.sqrt((node.weight || 1) / maxWeight);

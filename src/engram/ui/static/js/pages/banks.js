@@ -41,8 +41,8 @@ export async function renderBanks(ctx) {
       h(
         "tr",
         {},
-        ["Bank", "Facts", "Observations", "Documents", "Links", "Pending ops", "Failed ops", "Last write"].map((t) =>
-          h("th", {}, t),
+        ["Bank", "Facts", "Observations", "Documents", "Links", "Pending ops", "Failed ops", "Last write"].map((t, i) =>
+          h("th", { class: i > 0 && i < 7 ? "num" : null }, t),
         ),
       ),
     ),

@@ -2,7 +2,7 @@
 // (with live preview) and every other setting. Saves are PATCH …/config; a 400 names the field.
 
 import { api, bankPath, saveConfig } from "../api.js";
-import { clear, errorBox, h, markInvalid, notice, section } from "../dom.js";
+import { clear, clearFlash, errorBox, h, markInvalid, notice, section } from "../dom.js";
 import { bankHref } from "../links.js";
 import { labelsEditor } from "./labels.js";
 import { strategiesEditor } from "./strategies.js";
@@ -85,6 +85,7 @@ function settingsEditor(ctx, config, reload) {
     });
   const table = h("table", { class: "grid settings" }, h("tbody", {}, rows));
   const save = async () => {
+    clearFlash();
     if (!changed.size) {
       clear(message, notice("Nothing changed.", "info"));
       return;
@@ -132,7 +133,7 @@ export async function renderConfig(ctx) {
         h("a", { href: bankHref(ctx.bankId, "config", { tab: name }), class: name === tab ? "active" : null }, label),
       ),
     ),
-    flash ? notice(flash) : null,
+    flash ? h("div", { id: "config-flash" }, notice(flash)) : null,
     body,
   );
 }

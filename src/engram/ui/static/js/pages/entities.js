@@ -31,7 +31,7 @@ function entityList(ctx, result, offset) {
       ? h(
           "table",
           { class: "grid entities" },
-          h("thead", {}, h("tr", {}, ["Name", "Kind", "Mentions", "First seen", "Last seen"].map((t) => h("th", {}, t)))),
+          h("thead", {}, h("tr", {}, ["Name", "Kind", "Mentions", "First seen", "Last seen"].map((t) => h("th", { class: t === "Mentions" ? "num" : null }, t)))),
           h("tbody", {}, rows),
         )
       : h("p", { class: "muted" }, "No entities."),
@@ -86,21 +86,17 @@ export async function renderEntities(ctx) {
   clear(
     ctx.main,
     h("h1", {}, "Entities"),
-    h(
-      "div",
-      { class: "columns wide-right" },
-      section("List", form, entityList(ctx, list, offset)),
-      section(
-        "Co-occurrence graph",
-        h(
-          "p",
-          { class: "muted small", id: "graph-summary" },
-          `${graph.nodes.length} of ${graph.total_entities} entities, ${graph.edges.length} of ${graph.total_edges} pairs. `,
-          "Size = mentions, thickness = facts in common. Click a node to open it.",
-        ),
-        h("div", { id: "graph" }, picture),
+    section(
+      "Co-occurrence graph",
+      h(
+        "p",
+        { class: "muted small", id: "graph-summary" },
+        `${graph.nodes.length} of ${graph.total_entities} entities, ${graph.edges.length} of ${graph.total_edges} pairs. `,
+        "Size = mentions, thickness = facts in common. Hover a node to see its neighbours, click it to open it.",
       ),
+      h("div", { id: "graph" }, picture),
     ),
+    section("List", form, entityList(ctx, list, offset)),
   );
 }
 

@@ -4,7 +4,7 @@
 // the builder outlines it.
 
 import { saveConfig } from "../api.js";
-import { clear, errorBox, h, markInvalid, section } from "../dom.js";
+import { clear, clearFlash, errorBox, h, markInvalid, section } from "../dom.js";
 
 const TYPES = [
   ["value", "value: one of the values"],
@@ -182,6 +182,7 @@ export function labelsEditor(ctx, config, reload) {
   }
 
   async function save() {
+    clearFlash();
     const updates = { entity_labels: groups.length ? toWire(groups) : null };
     if (freeForm.checked !== (config.config.entities_allow_free_form !== false)) {
       updates.entities_allow_free_form = freeForm.checked;

@@ -71,7 +71,7 @@ export async function renderObservations(ctx) {
         h(
           "table",
           { class: "grid observations" },
-          h("thead", {}, h("tr", {}, h("th", {}, "Observation"), h("th", {}, "Proofs"), h("th", {}, "Updated"))),
+          h("thead", {}, h("tr", {}, h("th", {}, "Observation"), h("th", { class: "num proofs" }, "Proofs"), h("th", { class: "updated" }, "Updated"))),
           h("tbody", {}, result.items.map((item) => observationRow(ctx, item))),
         ),
         result.total > result.items.length

@@ -85,7 +85,7 @@ export async function renderOperations(ctx) {
             h(
               "table",
               { class: "grid operations" },
-              h("thead", {}, h("tr", {}, headers.map((t) => h("th", {}, t)))),
+              h("thead", {}, h("tr", {}, headers.map((t) => h("th", { class: t === "Items" || t === "Retries" ? "num" : null }, t)))),
               h("tbody", {}, result.operations.map(row)),
             ),
           )

@@ -43,7 +43,7 @@ function traceSection(trace) {
       ? h(
           "table",
           { class: "grid trace" },
-          h("thead", {}, h("tr", {}, ["#", "Iteration", "Tool", "Input", "Output", "Time"].map((t) => h("th", {}, t)))),
+          h("thead", {}, h("tr", {}, ["#", "Iteration", "Tool", "Input", "Output", "Time"].map((t) => h("th", { class: ["#", "Iteration", "Time"].includes(t) ? "num" : null }, t)))),
           h("tbody", {}, calls),
         )
       : h("p", { class: "muted" }, "No tool calls."),

@@ -3,7 +3,7 @@
 // claim; Save writes the list into the bank's config.
 
 import { api, bankPath, saveConfig } from "../api.js";
-import { clear, debounce, errorBox, h, markInvalid, section, splitList, tagChips } from "../dom.js";
+import { clear, clearFlash, debounce, errorBox, h, markInvalid, section, splitList, tagChips } from "../dom.js";
 
 const INT_SETTINGS = [
   ["max_observations_per_scope", "Max observations per scope"],
@@ -185,6 +185,7 @@ export function strategiesEditor(ctx, config, scopes, reload) {
   }
 
   async function save() {
+    clearFlash();
     try {
       await saveConfig(ctx.bankId, { consolidation_strategies: strategies.length ? toWire(strategies) : null });
       reload(`Consolidation strategies saved (${strategies.length}).`);
