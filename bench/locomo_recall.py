@@ -340,6 +340,8 @@ def evidence_recall(evidence: tuple[str, ...], ranked_turns: list[str | None]) -
 def run_engram(http: httpx.Client, conversation: Conversation, run: Run, args: argparse.Namespace,
                dump: list[dict[str, Any]]) -> None:
     http.put(f"{API}/{conversation.bank}", json={}).raise_for_status()
+    if args.bank_config:
+        http.patch(f"{API}/{conversation.bank}/config", json={"updates": args.bank_config}).raise_for_status()
     started = time.perf_counter()
     post(http, f"{API}/{conversation.bank}/memories", {"items": retain_items(conversation)})
     ingest_seconds = time.perf_counter() - started
@@ -368,6 +370,7 @@ def run_engram(http: httpx.Client, conversation: Conversation, run: Run, args: a
             "latency_ms": round(run.latencies[-1] * 1000, 1),
             "engram": run.recalls["engram"][-1],
             "engram_top10": [{"turn": t, "text": r["text"]} for t, r in zip(turns[:10], results[:10])],
+            "engram_turns": turns[:100],
         })
     asked = run.latencies[len(run.latencies) - len(conversation.questions):]
     print(f"{conversation.sample_id}: {len(conversation.turns)} turns retained in {ingest_seconds:.1f} s, "
@@ -440,6 +443,7 @@ def summary(run: Run, conversations: list[Conversation], dropped: Dropped, args:
                        "ambiguous": sum(i.ambiguous for i in run.indexes),
                        "unmapped": sum(i.unmapped for i in run.indexes)},
         "captions": args.captions,
+        "bank_config": args.bank_config or {},
     }
 
 
@@ -476,6 +480,8 @@ def print_table(report: dict[str, Any], command: str) -> None:
     print(f"turn provenance of recalled facts: {origin['mapped']:,} mapped, {origin['ambiguous']} ambiguous "
           f"(first turn taken), {origin['unmapped']} unmapped; questions dropped: {dropped['no_evidence']} "
           f"with no usable evidence id ({dropped['dangling_evidence_ids']} ids not in the conversation)")
+    if report["bank_config"]:
+        print(f"bank config overrides: {json.dumps(report['bank_config'])}")
     print(f"\nreproduce: {command}")
 
 
@@ -492,6 +498,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--no-captions", dest="captions", action="store_false",
                         help="leave out the captions of shared photos (kept by default, for all three methods)")
     parser.add_argument("--dump", type=Path, help="write each question's evidence and top results as JSONL")
+    parser.add_argument("--bank-config", type=json.loads, metavar="JSON",
+                        help='bank config overrides for an ablation, e.g. \'{"enable_graph_retrieval": false}\'')
     return parser.parse_args(argv)
 
 

@@ -42,6 +42,7 @@ def cases(server: RunningServer) -> Iterator[Counter[str]]:
     yield sent
     print(f"\nfuzzing sent {sum(sent.values())} requests to {len(sent)} operations "
           f"({EXAMPLES} examples each at most, derandomized); server log: {server.log_path}")
+    import shutil; shutil.copy(server.log_path, "/tmp/fuzz-server.log")  # TEMP
 
 
 def test_the_live_server_publishes_the_fuzzed_schema(server: RunningServer) -> None:

@@ -148,8 +148,8 @@ async def trigram_candidates(
             SELECT e.id, e.canonical_name, e.last_seen, e.mention_count,
                    similarity(lower(e.canonical_name), n.key) AS similarity
             FROM entities e
-            WHERE e.bank_id = $1 AND e.entity_kind = 'free' AND lower(e.canonical_name) % n.key
-            ORDER BY similarity DESC
+            WHERE e.bank_id = $1 AND e.entity_kind = 'free'
+            ORDER BY lower(e.canonical_name) <-> n.key  -- KNN on the GiST index: nearest names first
             LIMIT $4
         ) c
         WHERE c.similarity >= $3

@@ -103,7 +103,7 @@ function settingsEditor(ctx, config, reload) {
     h("p", { class: "muted small" }, "Empty = the server's default. Objects and lists are JSON. Changed rows are highlighted."),
     message,
     table,
-    h("div", { class: "actions" }, h("button", { type: "button", id: "save-settings", onclick: save }, "Save settings")),
+    h("div", { class: "actions sticky" }, h("button", { type: "button", id: "save-settings", onclick: save }, "Save settings")),
   );
 }
 

@@ -29,6 +29,7 @@ function traceSummary(trace) {
       { class: "muted small" },
       `budget ${trace.budget} (${trace.candidates_per_arm} per arm) · embed ${fmtNumber(trace.embed_ms, 1)} ms`,
       trace.rerank_ms != null ? ` · rerank ${fmtNumber(trace.rerank_ms, 1)} ms` : "",
+      trace.fetch_ms != null ? ` · fetch ${fmtNumber(trace.fetch_ms, 1)} ms` : "",
       ` · total ${fmtNumber(trace.total_ms, 1)} ms`,
       trace.temporal_window ? ` · time window ${trace.temporal_window.start} → ${trace.temporal_window.end}` : "",
       freshness ? ` · observations ${freshness.state}${freshness.pending_facts ? ` (${freshness.pending_facts} facts pending)` : ""}` : "",

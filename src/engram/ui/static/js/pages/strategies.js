@@ -100,7 +100,7 @@ export function strategiesEditor(ctx, config, scopes, reload) {
       result.strategies.forEach((item, i) => previewSlots[i] && clear(previewSlots[i], strategyPreview(item)));
       clear(
         defaultBox,
-        h("strong", {}, `Bank default: ${result.default.match_count} scope${result.default.match_count === 1 ? "" : "s"}, ${result.default.observation_count} observation${result.default.observation_count === 1 ? "" : "s"}`),
+        h("strong", {}, `Left to the bank-wide settings: ${result.default.match_count} scope${result.default.match_count === 1 ? "" : "s"}, ${result.default.observation_count} observation${result.default.observation_count === 1 ? "" : "s"}`),
         result.default.samples.length ? sampleChips(result.default.samples) : null,
       );
       clear(status, `${result.scopes_scanned} scope${result.scopes_scanned === 1 ? "" : "s"} scanned${result.complete ? "" : " (not all)"}`);
