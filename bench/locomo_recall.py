@@ -331,6 +331,7 @@ class Run:
     result_counts: list[int] = field(default_factory=list)
     indexes: list[TurnIndex] = field(default_factory=list)
     baseline_seconds: float = 0.0
+    errors: int = 0
 
 
 def evidence_recall(evidence: tuple[str, ...], ranked_turns: list[str | None]) -> dict[int, float]:
@@ -358,7 +359,12 @@ def run_engram(http: httpx.Client, conversation: Conversation, run: Run, args: a
     for question in conversation.questions:
         body = {"query": question.text, "budget": "mid", "max_tokens": args.max_tokens, "query_timestamp": asked_at}
         started = time.perf_counter()
-        results = post(http, f"{API}/{conversation.bank}/memories/recall", body)["results"]
+        try:
+            results = post(http, f"{API}/{conversation.bank}/memories/recall", body)["results"]
+        except RuntimeError as error:  # counted as a miss and reported, so one bad query does not end the run
+            print(f"  recall failed for {question.text!r}: {error}", flush=True)
+            run.errors += 1
+            results = []
         run.latencies.append(time.perf_counter() - started)
         run.result_counts.append(len(results))
         turns = [index.turn_of(result) for result in results]
@@ -434,7 +440,8 @@ def summary(run: Run, conversations: list[Conversation], dropped: Dropped, args:
         "recall_latency_ms": {"p50": round(percentile(run.latencies, 0.5) * 1000, 1),
                               "p95": round(percentile(run.latencies, 0.95) * 1000, 1),
                               "max": round(max(run.latencies, default=0.0) * 1000, 1),
-                              "over_1s": sum(s > 1 for s in run.latencies)},
+                              "over_1s": sum(s > 1 for s in run.latencies),
+                              "errors": run.errors},
         "recall_request": {"budget": "mid", "max_tokens": args.max_tokens},
         "results_per_query": {"min": min(run.result_counts, default=0),
                               "median": percentile([float(c) for c in run.result_counts], 0.5),
@@ -472,7 +479,8 @@ def print_table(report: dict[str, Any], command: str) -> None:
           f"{ingest['memories']:,} memories in {ingest['seconds']:.1f} s ({ingest['turns_per_second']} turns/s)")
     counts = report["results_per_query"]
     print(f"recall (budget mid, max_tokens {report['recall_request']['max_tokens']}): p50 {latency['p50']:.1f} ms, "
-          f"p95 {latency['p95']:.1f} ms, max {latency['max'] / 1000:.1f} s ({latency['over_1s']} over 1 s); "
+          f"p95 {latency['p95']:.1f} ms, max {latency['max'] / 1000:.1f} s ({latency['over_1s']} over 1 s, "
+          f"{latency['errors']} failed, counted as misses); "
           f"results per query: min {counts['min']}, median {counts['median']:.0f}, "
           f"{counts['below_50']} queries with fewer than 50")
     origin = report["provenance"]

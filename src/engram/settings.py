@@ -177,6 +177,7 @@ class Settings:
     llm_base_url: str | None = None
     llm_timeout: float = 120.0
     llm_max_retries: int = 2
+    llm_context_tokens: int = 4096  # the context window of the `local` provider's model
     reranker_model_path: str | None = None
     worker_enabled: bool = True
     worker_poll_interval: float = 0.5
@@ -216,6 +217,7 @@ class Settings:
             llm_base_url=get("llm_base_url", None),
             llm_timeout=get("llm_timeout", 120.0),
             llm_max_retries=get("llm_max_retries", 2),
+            llm_context_tokens=get("llm_context_tokens", 4096),
             reranker_model_path=get("reranker_model_path", None),
             worker_enabled=get("worker_enabled", True),
             worker_poll_interval=get("worker_poll_interval", 0.5),

@@ -38,7 +38,9 @@ def chromium_path() -> str | None:
     return None
 
 
-@pytest.fixture(scope="session")
+# Module scope, not session: while Playwright's sync API is open it keeps an event loop marked as
+# running on the test thread, so asyncio.run and async tests elsewhere must not run meanwhile.
+@pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
     try:
         from playwright.sync_api import sync_playwright
@@ -78,6 +80,7 @@ class BrowserPage:
     def screenshot(self, name: str) -> Path:
         SCREENSHOTS.mkdir(parents=True, exist_ok=True)
         path = SCREENSHOTS / f"{name}.png"
+        self.page.evaluate("window.scrollTo(0, 0)")  # a full-page shot of a scrolled page offsets the sticky bar
         self.page.screenshot(path=str(path), full_page=True)
         return path
 

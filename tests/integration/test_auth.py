@@ -1,6 +1,6 @@
 """API keys: with `ENGRAM_API_KEYS` (or Hindsight's `HINDSIGHT_API_TENANT_API_KEY`) set, every route but
-the health checks wants `Authorization: Bearer <key>`, and a key with an allow-list of banks reaches
-those banks only — by path, in the bank list and for chunks."""
+the health checks and the control plane's static files wants `Authorization: Bearer <key>`, and a key
+with an allow-list of banks reaches those banks only — by path, MCP endpoint, bank list and chunk."""
 
 from __future__ import annotations
 
@@ -48,7 +48,14 @@ def test_health_checks_answer_without_a_key(secured: RunningServer) -> None:
         assert call(secured, "GET", path).status_code == 200, path
 
 
-@pytest.mark.parametrize("path", ["/version", "/openapi.json", "/docs", "/v1/default/banks", "/mcp", "/ui/"])
+def test_the_control_plane_pages_load_without_a_key_but_not_its_data(secured: RunningServer) -> None:
+    page = call(secured, "GET", "/ui/")
+    assert page.status_code == 200 and "<html" in page.text.lower()
+    assert call(secured, "POST", "/ui/").status_code == 401
+    assert call(secured, "GET", "/v1/default/banks").status_code == 401
+
+
+@pytest.mark.parametrize("path", ["/version", "/openapi.json", "/docs", "/metrics", "/v1/default/banks", "/mcp"])
 def test_every_other_route_wants_a_key(secured: RunningServer, path: str) -> None:
     response = call(secured, "GET", path)
     assert response.status_code == 401
@@ -147,9 +154,28 @@ def test_a_bank_limited_key_sees_other_banks_chunks_as_missing(secured: RunningS
 def test_a_bank_limited_key_is_refused_outside_banks(secured: RunningServer) -> None:
     assert call(secured, "GET", "/version", AGENT).status_code == 200
     assert call(secured, "GET", "/openapi.json", AGENT).status_code == 200
-    response = call(secured, "POST", "/mcp", AGENT, json={})  # MCP tools can name any bank
-    assert response.status_code == 403
-    assert "not within one bank" in response.json()["detail"]
+    for path in ("/metrics", "/v1/default/unknown"):
+        response = call(secured, "GET", path, AGENT)
+        assert response.status_code == 403, path
+        assert "not within one bank" in response.json()["detail"]
+
+
+def test_a_bank_limited_key_reaches_mcp_for_its_banks_only(secured: RunningServer) -> None:
+    message = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
+    headers = {"Accept": "application/json, text/event-stream", "Authorization": f"Bearer {AGENT}"}
+
+    def mcp(path: str, **extra: str) -> httpx.Response:
+        return httpx.post(secured.url + path, json=message, headers={**headers, **extra}, timeout=60)
+
+    assert mcp(f"/mcp/team-{RUN}-mcp/").status_code == 200
+    assert mcp("/mcp", **{"X-Bank-Id": f"solo.{RUN}"}).status_code == 200
+    assert mcp(f"/mcp/other-{RUN}/").status_code == 403
+    assert mcp("/mcp", **{"X-Bank-Id": f"other-{RUN}"}).status_code == 403
+    everywhere = mcp("/mcp")  # the multi-bank endpoint's tools take any bank_id
+    assert everywhere.status_code == 403
+    assert "not within one bank" in everywhere.json()["detail"]
+    assert httpx.post(secured.url + "/mcp", json=message, timeout=60,
+                      headers={**headers, "Authorization": f"Bearer {ADMIN}"}).status_code == 200
 
 
 def test_the_official_client_sends_its_api_key(secured: RunningServer) -> None:
@@ -178,7 +204,8 @@ def test_the_official_client_sends_its_api_key(secured: RunningServer) -> None:
 def test_the_cli_sends_engram_api_key(secured: RunningServer) -> None:
     base = {k: v for k, v in os.environ.items() if not k.startswith(("ENGRAM_", "HINDSIGHT_API_"))}
     command = [sys.executable, "-m", "engram.cli", "--url", secured.url, "banks"]
-    with_key = subprocess.run(command, capture_output=True, text=True, timeout=60, env={**base, "ENGRAM_API_KEY": ADMIN})
+    with_key = subprocess.run(command, capture_output=True, text=True, timeout=60,
+                              env={**base, "ENGRAM_API_KEY": ADMIN})
     assert with_key.returncode == 0, with_key.stderr
     without = subprocess.run(command, capture_output=True, text=True, timeout=60, env=base)
     assert without.returncode != 0

@@ -13,7 +13,6 @@ import httpx
 import pytest
 
 from engram.retain.prepare import MAX_CONTENT_CHARS, MAX_ITEMS
-from tests.conftest import RunningServer
 
 MAX_REQUEST_BYTES = 10 * 1024 * 1024
 
@@ -204,7 +203,8 @@ def test_searches_take_sql_wildcards_literally(http: httpx.Client, bank_id: str)
     assert http.post(memories(bank_id), json={"items": items}).status_code == 200
 
     def tag_search(q: str) -> list[str]:
-        return sorted(row["tag"] for row in http.get(f"/v1/default/banks/{bank_id}/tags", params={"q": q}).json()["items"])
+        found = http.get(f"/v1/default/banks/{bank_id}/tags", params={"q": q}).json()["items"]
+        return sorted(row["tag"] for row in found)
 
     assert tag_search("100%") == ["100%"]
     assert tag_search("under_") == ["under_score"]

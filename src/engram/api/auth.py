@@ -1,5 +1,6 @@
-"""Optional API keys. With keys configured, every request but the health checks must carry
-`Authorization: Bearer <key>`; a key limited to some banks reaches only those banks.
+"""Optional API keys. With keys configured, every request but the health checks (and the control
+plane's static files) must carry `Authorization: Bearer <key>`; a key limited to some banks reaches
+only those banks.
 
 Keys come from `ENGRAM_API_KEYS` — comma-separated, each optionally followed by `:` and the banks it
 may use, separated by `|`, with `*` and `?` wildcards: `admin-key,agent-key:agent-*|shared`. Hindsight's
@@ -14,7 +15,7 @@ import hmac
 import json
 import re
 from collections.abc import Awaitable, Callable, MutableMapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 Scope = MutableMapping[str, Any]
@@ -24,11 +25,15 @@ Send = Callable[[Message], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 OPEN_PATHS = frozenset({"/health", "/health/live", "/health/ready"})
+# The control plane's static files (the package's HTML, CSS and JS, no memory data) load without a key:
+# a browser cannot send one when it opens a page; the API calls the pages make carry it.
+STATIC_UI = "/ui"
 BANKS_PREFIX = "/v1/default/banks"
+MCP_PREFIX = "/mcp"
 # Paths outside any bank that a bank-limited key may still use: the bank list and chunks are
 # filtered by their handlers (see `bank_access`), the rest carry no memory data.
 CHUNKS_PREFIX = "/v1/default/chunks/"
-LIMITED_KEY_PATHS = ("/version", "/openapi.json", "/docs", "/redoc", "/ui")
+LIMITED_KEY_PATHS = ("/version", "/openapi.json", "/docs", "/redoc", "/ui", "/v1/bank-template-schema")
 STATE_KEY = "engram.bank_access"
 
 
@@ -65,7 +70,7 @@ class BankAccess:
 
 @dataclass(frozen=True)
 class ApiKey:
-    secret: str
+    secret: str = field(repr=False)
     access: BankAccess | None = None  # None: every bank
 
 
@@ -99,24 +104,45 @@ def bank_access(request_or_scope: Any) -> BankAccess | None:
     return (scope.get("state") or {}).get(STATE_KEY)
 
 
-def _bearer(scope: Scope) -> str | None:
-    for name, value in scope.get("headers") or []:
-        if name == b"authorization":
-            scheme, _, token = value.decode("latin-1").partition(" ")
-            if scheme.lower() == "bearer" and token.strip():
-                return token.strip()
-            return None
+def _open(scope: Scope) -> bool:
+    path = scope["path"]
+    if path in OPEN_PATHS:
+        return True
+    static = path == STATIC_UI or path.startswith(STATIC_UI + "/")
+    return static and scope["type"] == "http" and scope["method"] in ("GET", "HEAD")
+
+
+def _header(scope: Scope, name: bytes) -> str | None:
+    for key, value in scope.get("headers") or []:
+        if key == name:
+            return value.decode("latin-1")
     return None
 
 
-def _refusal(access: BankAccess, path: str) -> str | None:
-    """Why a bank-limited key may not use `path`, or None when it may."""
+def _bearer(scope: Scope) -> str | None:
+    scheme, _, token = (_header(scope, b"authorization") or "").partition(" ")
+    return token.strip() if scheme.lower() == "bearer" and token.strip() else None
+
+
+def _confined_bank(scope: Scope) -> str | None:
+    """The one bank a request can reach, when its path (or, for MCP, the X-Bank-Id header) names one."""
+    path = scope["path"]
     if path.startswith(BANKS_PREFIX + "/"):
-        bank_id = path[len(BANKS_PREFIX) + 1 :].split("/", 1)[0]
-        if not bank_id or access.allows(bank_id):
-            return None
-        return f"this API key may not use bank '{bank_id}'"
-    if path == BANKS_PREFIX or path.startswith(CHUNKS_PREFIX):
+        return path[len(BANKS_PREFIX) + 1 :].split("/", 1)[0] or None
+    if path == MCP_PREFIX or path.startswith(MCP_PREFIX + "/"):
+        segment = path[len(MCP_PREFIX) + 1 :].split("/", 1)[0]
+        # /mcp/{bank_id}/ serves that bank only; /mcp serves the header's bank, or every bank without one.
+        return segment or (_header(scope, b"x-bank-id") or "").strip() or None
+    return None
+
+
+def _refusal(access: BankAccess, scope: Scope) -> str | None:
+    """Why a bank-limited key may not make this request, or None when it may."""
+    path = scope["path"]
+    bank_id = _confined_bank(scope)
+    if bank_id is not None:
+        return None if access.allows(bank_id) else f"this API key may not use bank '{bank_id}'"
+    if path in (BANKS_PREFIX, BANKS_PREFIX + "/") or path.startswith(CHUNKS_PREFIX):
         return None
     if path in LIMITED_KEY_PATHS or any(path.startswith(p + "/") for p in LIMITED_KEY_PATHS):
         return None
@@ -133,12 +159,12 @@ class ApiKeyAuth:
     def _match(self, token: str) -> ApiKey | None:
         found = None
         for key in self.keys:  # compare with every key, in constant time, whatever matches
-            if hmac.compare_digest(token.encode(), key.secret.encode()):
+            if hmac.compare_digest(token.encode("latin-1"), key.secret.encode()):  # the header's own bytes
                 found = found or key
         return found
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if not self.keys or scope["type"] not in ("http", "websocket") or scope["path"] in OPEN_PATHS:
+        if not self.keys or scope["type"] not in ("http", "websocket") or _open(scope):
             await self.app(scope, receive, send)
             return
         token = _bearer(scope)
@@ -148,7 +174,7 @@ class ApiKeyAuth:
             await _deny(scope, send, 401, "Unauthorized", detail)
             return
         if key.access is not None:
-            refusal = _refusal(key.access, scope["path"])
+            refusal = _refusal(key.access, scope)
             if refusal:
                 await _deny(scope, send, 403, "Forbidden", refusal)
                 return

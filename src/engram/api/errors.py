@@ -9,6 +9,7 @@ from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 
 from engram.errors import EngramError, InvalidInput
+from engram.store.pool import UNAVAILABLE, is_unavailable
 
 log = logging.getLogger("engram.api")
 
@@ -29,6 +30,17 @@ def install_error_handlers(app: FastAPI) -> None:
         # request that the database cannot take, e.g. a number beyond its column's range.
         log.warning("refused a value the database cannot store: %s", exc)
         return JSONResponse(status_code=400, content={"detail": f"invalid value: {exc}", "error": "InvalidInput"})
+
+    async def database_unavailable(request: Request, exc: Exception) -> JSONResponse:
+        # The database is restarting or out of reach: a 503 tells clients to retry.
+        if not is_unavailable(exc):
+            return await unexpected_error(request, exc)
+        log.warning("the database is unavailable: %s: %s", type(exc).__name__, exc)
+        detail = f"the database is unavailable ({type(exc).__name__}: {exc}); retry when it is back"
+        return JSONResponse(status_code=503, content={"detail": detail, "error": "StoreUnavailable"})
+
+    for error_class in (*UNAVAILABLE, OSError):
+        app.add_exception_handler(error_class, database_unavailable)
 
     @app.exception_handler(Exception)
     async def unexpected_error(_: Request, exc: Exception) -> JSONResponse:

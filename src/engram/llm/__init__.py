@@ -22,7 +22,7 @@ OPENAI_COMPATIBLE = (
     "groq",
     "openrouter",
 )
-PROVIDERS = ("none", *OPENAI_COMPATIBLE, "anthropic", "gemini")
+PROVIDERS = ("none", *OPENAI_COMPATIBLE, "anthropic", "gemini", "local")
 
 _ALIASES = {
     "openai_compatible": "openai-compatible",
@@ -62,6 +62,10 @@ def from_settings(settings: Any, **overrides: Any) -> LLMProvider | None:
         from engram.llm.gemini import GeminiProvider
 
         return GeminiProvider.from_settings(settings, **overrides)
+    if name == "local":
+        from engram.llm.local import LocalProvider
+
+        return LocalProvider.from_settings(settings, **overrides)
     raise ValueError(f"unknown LLM provider '{settings.llm_provider}': use one of {', '.join(PROVIDERS)}")
 
 

@@ -65,8 +65,13 @@ async def claim_next(conn: Conn, worker_id: str, lease_seconds: float) -> asyncp
                lease_expires_at = now() + make_interval(secs => $2), started_at = coalesce(started_at, now()),
                updated_at = now()
         WHERE id = (
-            SELECT id FROM async_operations
-            WHERE status = 'pending' OR (status = 'processing' AND lease_expires_at < now())
+            SELECT id FROM async_operations a
+            WHERE (status = 'pending' OR (status = 'processing' AND lease_expires_at < now()))
+              -- One consolidation per bank at a time: two would both take the same unconsolidated facts.
+              AND (operation_type <> 'consolidation' OR NOT EXISTS (
+                    SELECT 1 FROM async_operations b
+                    WHERE b.bank_id = a.bank_id AND b.operation_type = 'consolidation' AND b.id <> a.id
+                      AND b.status = 'processing' AND b.lease_expires_at >= now()))
             ORDER BY created_at
             FOR UPDATE SKIP LOCKED
             LIMIT 1
@@ -90,6 +95,19 @@ async def report_progress(
         """,
         operation_id,
         progress,
+        lease_seconds,
+    )
+
+
+async def extend_lease(conn: Conn, operation_id: uuid.UUID, worker_id: str, lease_seconds: float) -> None:
+    """Keep a claimed operation while its handler runs (however long an LLM call takes)."""
+    await conn.execute(
+        """
+        UPDATE async_operations SET lease_expires_at = now() + make_interval(secs => $3)
+        WHERE id = $1 AND worker_id = $2 AND status = 'processing'
+        """,
+        operation_id,
+        worker_id,
         lease_seconds,
     )
 

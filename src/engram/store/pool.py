@@ -99,6 +99,27 @@ async def open_store(settings: Settings, *, min_size: int = 2, max_size: int = 2
     return Store(pool=pool, dsn=dsn, embedded=embedded)
 
 
+# What a database that is restarting, shutting down or out of reach raises.
+UNAVAILABLE = (
+    asyncpg.PostgresConnectionError,
+    asyncpg.exceptions.AdminShutdownError,
+    asyncpg.exceptions.CrashShutdownError,
+    asyncpg.exceptions.CannotConnectNowError,
+)
+
+
+def is_unavailable(exc: BaseException) -> bool:
+    """Whether `exc` says the database cannot be reached right now (worth retrying later): asyncpg's
+    connection errors, or an OS error (refused, no socket, timeout) raised while asyncpg connected."""
+    if isinstance(exc, UNAVAILABLE):
+        return True
+    if isinstance(exc, OSError):
+        import traceback
+
+        return any("asyncpg" in frame.filename for frame in traceback.extract_tb(exc.__traceback__))
+    return False
+
+
 def redact_dsn(dsn: str) -> str:
     """The DSN with any password replaced, for error messages and logs."""
     import re

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from engram.errors import InvalidInput
 from engram.types import TagGroup, TagGroupAnd, TagGroupLeaf, TagGroupNot, TagGroupOr
 
 
@@ -56,7 +57,7 @@ def tags_condition(params: SqlParams, tags: list[str] | None, match: str, column
         return f"({column} && {ref}::text[])"
     if match == "all_strict":
         return f"({column} @> {ref}::text[])"
-    raise ValueError(f"unknown tags_match {match!r}")
+    raise InvalidInput("tags_match", f"must be one of any, all, any_strict, all_strict, exact (got {match!r})")
 
 
 def tag_group_condition(params: SqlParams, group: TagGroup, column: str = "m.tags") -> str:

@@ -3,6 +3,7 @@ reporter, and returns the result to store; raising marks the operation failed wi
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
@@ -34,6 +35,12 @@ async def run_retain(services: Services, operation: asyncpg.Record, progress: Pr
     payload = operation["payload"]
     items = [MemoryItem.model_validate(item) for item in payload["items"]]
     prepared = prepare_items(items, payload.get("document_tags"))
+    for item, ready in zip(items, prepared):
+        if item.document_id is None:
+            # Named after the operation, not at random: a re-run (its worker died after the commit, before
+            # recording completion) then replaces these documents, reusing their chunks, instead of copying.
+            ready.document_id = str(uuid.uuid5(operation["id"], str(ready.index)))
+            ready.update_mode = "replace"
     outcome = await retain_items(services, operation["bank_id"], prepared, progress=progress)
     return {
         "items_count": outcome.items_count,

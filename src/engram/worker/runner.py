@@ -13,6 +13,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from engram.store import operations as ops
+from engram.store.pool import is_unavailable
 from engram.worker.handlers import HANDLERS
 
 if TYPE_CHECKING:
@@ -86,13 +87,28 @@ class Worker:
         if handler is None:
             await ops.fail(pool, op_id, f"unknown operation type {operation['operation_type']!r}")
             return
+        keeper = asyncio.create_task(self._keep_lease(op_id, lease))
         try:
             result = await handler(self.services, operation, progress)
         except asyncio.CancelledError:
             raise
         except Exception as exc:
             reason = getattr(exc, "message", None) or f"{type(exc).__name__}: {exc}"
+            if is_unavailable(exc):
+                reason = f"the database was unavailable ({reason}); retry the operation"
             log.warning("operation %s (%s) failed: %s", op_id, operation["operation_type"], reason)
             await ops.fail(pool, op_id, reason)
             return
+        finally:
+            keeper.cancel()
         await ops.complete(pool, op_id, result)
+
+    async def _keep_lease(self, op_id: uuid.UUID, lease: float) -> None:
+        """Extend the lease while the handler runs: a live worker keeps its operation through a long LLM
+        call; a dead one stops extending it, and the operation is reclaimed when the lease runs out."""
+        while True:
+            await asyncio.sleep(lease / 3)
+            try:
+                await ops.extend_lease(self.services.pool, op_id, self.worker_id, lease)
+            except Exception as exc:  # the database may be restarting: the next beat tries again
+                log.warning("operation %s: extending the lease failed: %s", op_id, exc)

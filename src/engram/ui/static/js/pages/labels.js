@@ -68,13 +68,13 @@ function typeSelect(item, onChange) {
   );
 }
 
-function textInput(item, name, attrs = {}) {
+function textInput(item, name, { onedit, ...attrs } = {}) {
   return h("input", {
     value: item[name],
     ...attrs,
     oninput: (e) => {
       item[name] = e.target.value;
-      attrs.onedit?.();
+      onedit?.();
     },
   });
 }
