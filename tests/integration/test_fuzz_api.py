@@ -3,9 +3,9 @@ invalid requests to every operation of a live server must never get a server err
 
 No operation is excluded. Reproducible and bounded: schemathesis' coverage phase sends every boundary
 case of the schema's valid inputs (about 5,400 requests, deterministic), then Hypothesis adds
-`ENGRAM_FUZZ_EXAMPLES` (12) derandomized examples per operation, valid and invalid. `ENGRAM_FUZZ_FULL=1`
-also sends every invalid case the coverage phase knows (about 19,000 requests, ~70 s on an idle
-2-core machine, over 3 minutes on a busy one).
+`ENGRAM_FUZZ_EXAMPLES` (12) derandomized examples per operation, valid and invalid: about 80 s on
+a shared 2-core machine. `ENGRAM_FUZZ_FULL=1` also sends every invalid case the coverage phase knows
+(about 19,000 requests: 70-110 s there, over 3 minutes when the machine is busy).
 The schema is the app's own, built in-process at collection (schemathesis' lazy fixture loader does
 not work with pytest 9); a test checks that the live server publishes the same one."""
 

@@ -8,8 +8,11 @@ and never what the model says.
 
 from __future__ import annotations
 
+import asyncio
+import importlib.util
 import json
 import os
+import time
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -33,12 +36,8 @@ from engram.llm.structured import generate_structured
 from engram.reflect.tools import TOOLS
 from tests.conftest import RunningServer, start_server
 
-try:
-    import xllamacpp  # noqa: F401
-
-    XLLAMACPP = True
-except ImportError:
-    XLLAMACPP = False
+# Located, not imported: the provider sets OpenMP's wait policy before the extension first loads.
+XLLAMACPP = importlib.util.find_spec("xllamacpp") is not None
 
 
 def test_model_file() -> Path | None:
@@ -127,6 +126,18 @@ async def test_tool_calls_are_constrained_to_the_offered_tools(provider: LocalPr
     names = {tool["function"]["name"] for tool in TOOLS}
     assert all(call.name in names for call in followed.tool_calls)
     assert followed.tool_calls or followed.text is not None
+
+
+@needs_model
+async def test_a_cancelled_call_stops_generating_and_frees_the_model(provider: LocalProvider) -> None:
+    story = [{"role": "user", "content": "Tell a very long story about a lighthouse keeper."}]
+    with pytest.raises(asyncio.TimeoutError):
+        await asyncio.wait_for(provider.complete(story, max_tokens=1800), timeout=1.0)
+    started = time.monotonic()
+    response = await provider.complete([{"role": "user", "content": "Say hello."}], max_tokens=8)
+    assert response.usage.output_tokens > 0
+    # Run to its end, the story takes ~45 s on 2 cores.
+    assert time.monotonic() - started < 10, "the cancelled generation did not run on to 1800 tokens first"
 
 
 @needs_xllamacpp

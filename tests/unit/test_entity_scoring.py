@@ -78,3 +78,8 @@ def test_similar_new_names_in_one_batch_merge_into_the_longest() -> None:
     assert merged["alice"] == "Alice Chen"
     assert merged["bob"] == "Bob"
     assert merged["room 101"] == "Room 101" and merged["room 102"] == "Room 102"
+
+
+def test_names_in_other_scripts_keep_their_words() -> None:
+    assert words_compatible("中文 entity", "emoji entity") is False
+    assert words_compatible("Zoë", "zoë") is True

@@ -21,6 +21,7 @@ import importlib.util
 import json
 import os
 import secrets
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -63,6 +64,7 @@ class LocalProvider:
         self._server: Any = None
         # Waiting callers queue here, in the event loop, instead of each holding an executor thread.
         self._lock = asyncio.Lock()
+        self._closing = threading.Event()
         self._calls = 0
 
     @classmethod
@@ -109,10 +111,16 @@ class LocalProvider:
             request["response_format"] = json_schema_format(schema_name, json_schema)
         request["messages"] = conversation
         async with self._lock:
-            data = await asyncio.to_thread(self._generate, request)
-        return self._parse(data, emulating_tools=bool(offered))
+            generation = Generation(self._closing)
+            try:
+                await asyncio.to_thread(self._generate, request, generation)
+            except asyncio.CancelledError:
+                generation.cancelled.set()  # the thread stops at its next token
+                raise
+        return self._response(generation, emulating_tools=bool(offered))
 
     async def aclose(self) -> None:
+        self._closing.set()  # a generation in progress stops at its next token
         async with self._lock:
             # Dropping the last reference frees the model and stops llama.cpp's threads.
             self._server = None
@@ -120,6 +128,11 @@ class LocalProvider:
     def _loaded(self) -> Any:
         if self._server is not None:
             return self._server
+        # llama.cpp's CPU wheel runs its threads with OpenMP, whose default is to spin while waiting.
+        # When the cores are shared (the server's own work, other processes), the spinning threads
+        # take turns being descheduled and generation on 2 busy cores fell from ~60 to 2–8 tokens/s;
+        # sleeping waits keep it at ~55. libgomp reads this once, when the extension loads.
+        os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
         import xllamacpp
 
         params = xllamacpp.CommonParams()
@@ -146,33 +159,23 @@ class LocalProvider:
             ) from exc
         return self._server
 
-    def _generate(self, request: dict[str, Any]) -> dict[str, Any]:
+    def _generate(self, request: dict[str, Any], generation: Generation) -> None:
         server = self._loaded()
+        # Streamed, so that every token gives a chance to stop (see Generation.add).
+        streamed = {**request, "stream": True, "stream_options": {"include_usage": True}}
         try:
-            data = server.handle_chat_completions(request)
+            server.handle_chat_completions(streamed, generation.add)
         except (RuntimeError, ValueError) as exc:  # e.g. a schema llama.cpp cannot compile
             raise self._error(str(exc)) from exc
-        if not isinstance(data, dict):
-            raise self._error(f"answered {type(data).__name__} instead of a completion")
-        error = data.get("error")
-        if error is not None:
-            message = error.get("message") if isinstance(error, dict) else str(error)
-            if isinstance(error, dict) and error.get("type") == "exceed_context_size_error":
-                message += " (raise ENGRAM_LLM_CONTEXT_TOKENS, or lower retain_chunk_size)"
-            raise self._error(excerpt(str(message)))
-        return data
+        if generation.error is not None:
+            raise self._error(generation.error)
+        if generation.stopped:
+            raise self._error("was stopped: the call was cancelled or the provider closed")
 
-    def _parse(self, data: dict[str, Any], *, emulating_tools: bool) -> LLMResponse:
-        choices = data.get("choices") or []
-        if not choices:
-            raise self._error(f"answered without choices: {excerpt(json.dumps(data))}")
-        choice = choices[0]
-        text = content_text((choice.get("message") or {}).get("content"))
-        usage = data.get("usage") or {}
-        tokens = TokenUsage(int(usage.get("prompt_tokens") or 0), int(usage.get("completion_tokens") or 0))
-        finish = choice.get("finish_reason")
+    def _response(self, generation: Generation, *, emulating_tools: bool) -> LLMResponse:
+        text, usage, finish = generation.text, generation.usage, generation.finish_reason
         if not emulating_tools:
-            return LLMResponse(text=text or None, usage=tokens, finish_reason=finish)
+            return LLMResponse(text=text or None, usage=usage, finish_reason=finish)
         try:
             decided = json.loads(text)
         except ValueError:
@@ -181,13 +184,55 @@ class LocalProvider:
         if not isinstance(decided, dict):
             raise self._error(f"returned a tool call that is not an object: {excerpt(text)}")
         if "tool" not in decided:
-            return LLMResponse(text=str(decided.get("answer") or "") or None, usage=tokens, finish_reason="stop")
+            return LLMResponse(text=str(decided.get("answer") or "") or None, usage=usage, finish_reason="stop")
         self._calls += 1
         call = ToolCall(f"call_{self._calls}", str(decided["tool"]), dict(decided.get("arguments") or {}))
-        return LLMResponse(text=None, tool_calls=[call], usage=tokens, finish_reason="tool_calls")
+        return LLMResponse(text=None, tool_calls=[call], usage=usage, finish_reason="tool_calls")
 
     def _error(self, what: str) -> LLMError:
         return LLMError(f"LLM provider 'local' (model {self.model_path.name}) {what}")
+
+
+class Generation:
+    """One streamed answer, gathered chunk by chunk on llama.cpp's side of the call."""
+
+    def __init__(self, closing: threading.Event) -> None:
+        self.closing = closing
+        self.cancelled = threading.Event()
+        self.parts: list[str] = []
+        self.finish_reason: str | None = None
+        self.usage = TokenUsage()
+        self.error: str | None = None
+        self.stopped = False
+
+    @property
+    def text(self) -> str:
+        return "".join(self.parts)
+
+    def add(self, chunk: Any) -> bool:
+        """Take one chunk; True tells llama.cpp to stop generating."""
+        if isinstance(chunk, (str, bytes)):
+            chunk = json.loads(chunk)
+        if not isinstance(chunk, dict):
+            return False
+        if "error" in chunk:
+            error = chunk["error"]
+            message = str(error.get("message") if isinstance(error, dict) else error)
+            if isinstance(error, dict) and error.get("type") == "exceed_context_size_error":
+                message += " (raise ENGRAM_LLM_CONTEXT_TOKENS, or lower retain_chunk_size)"
+            self.error = excerpt(message)
+            return True
+        for choice in chunk.get("choices") or []:
+            content = (choice.get("delta") or {}).get("content")
+            if content:
+                self.parts.append(content)
+            self.finish_reason = choice.get("finish_reason") or self.finish_reason
+        usage = chunk.get("usage")
+        if usage:
+            self.usage = TokenUsage(int(usage.get("prompt_tokens") or 0), int(usage.get("completion_tokens") or 0))
+        if self.closing.is_set() or self.cancelled.is_set():
+            self.stopped = True
+        return self.stopped
 
 
 def resolve_model_path(model: str) -> Path:
@@ -239,17 +284,11 @@ def packaged_model(name: str) -> Path | None:
 
 
 def default_threads() -> int:
-    """Half the CPUs this process may use, at least one.
-
-    ggml's threads meet at a barrier after every operation, so one descheduled thread stalls the
-    rest: on 2 busy cores, 2 threads generated 2–8 tokens/s where 1 thread made 35–50. Half the CPUs
-    is also about the physical cores of an SMT machine, which is what llama.cpp advises.
-    """
+    """Every CPU this process may use (llama.cpp's prompt processing scales with them)."""
     try:
-        available = len(os.sched_getaffinity(0))
+        return max(1, len(os.sched_getaffinity(0)))
     except AttributeError:  # not on Linux
-        available = os.cpu_count() or 1
-    return max(1, available // 2)
+        return max(1, os.cpu_count() or 1)
 
 
 def json_schema_format(name: str, schema: dict[str, Any]) -> dict[str, Any]:

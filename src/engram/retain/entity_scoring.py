@@ -24,7 +24,7 @@ CANDIDATE_SIMILARITY = 0.3
 SAME_BATCH_SIMILARITY = 0.5
 RECENCY_DAYS = 7.0
 
-_TOKEN = re.compile(r"[a-z0-9]+")
+_TOKEN = re.compile(r"\w+")  # any script: "中文 x" and "emoji x" must not look alike
 _TITLES = frozenset({"mr", "mrs", "ms", "miss", "dr", "prof", "sir", "the"})
 
 
