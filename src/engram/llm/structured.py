@@ -63,6 +63,11 @@ async def generate_structured(
             last_error = str(exc)
             if response.finish_reason == "length":
                 last_error += " (the answer was cut off at the token limit)"
+        if response.finish_reason == "length":
+            # Echoing a cut-off answer back would only fill the context faster: ask afresh, briefly.
+            conversation = [*messages, {"role": "user", "content": correction_prompt(last_error)
+                                        + " Keep the answer shorter."}]
+            continue
         conversation = [
             *conversation,
             {"role": "assistant", "content": response.text or ""},
