@@ -50,9 +50,8 @@ def _warm_models() -> None:
 
 async def open_services(settings: Settings) -> Services:
     from engram.llm import from_settings
-    from engram.store.pool import open_store
-
     from engram.llm.metered import MeteredProvider
+    from engram.store.pool import open_store
 
     store = await open_store(settings)
     try:

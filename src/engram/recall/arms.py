@@ -17,6 +17,9 @@ Ranked = list[tuple[uuid.UUID, float]]
 
 SEMANTIC_MIN_SIMILARITY = 0.3
 GRAPH_SEEDS = 20
+# Facts reached only through hub entities (a speaker named in every turn) score far below this; they
+# would otherwise flood the fusion with weak matches.
+GRAPH_MIN_ACTIVATION = 0.15
 _WORD = re.compile(r"[A-Za-z0-9]+")
 
 
@@ -113,7 +116,7 @@ async def graph(conn: asyncpg.Connection, scope: UnitFilter, seeds: Ranked, limi
         """,
         *params.values,
     )
-    return [(row["id"], float(row["score"])) for row in rows]
+    return [(row["id"], float(row["score"])) for row in rows if row["score"] >= GRAPH_MIN_ACTIVATION]
 
 
 async def temporal(

@@ -175,13 +175,18 @@ def _score(
 ) -> list[tuple[float, uuid.UUID, RecallScores]]:
     """Final scores, best first: the reranker's score (or the fused rank, scaled to the best) times
     the recency, temporal-proximity and proof-count boosts."""
-    top_fused = max(fused.values(), default=1.0)
+    # Fused RRF scores are compressed (rank 1 = 1/61, rank 10 = 1/70): spread them over [0, 1] so the
+    # ±10 % boosts only reorder near-ties instead of sorting everything by date.
+    values = [fused[u] for u in top_ids if u in rows]
+    low, high = min(values, default=0.0), max(values, default=1.0)
+    span = high - low
     scored = []
     for unit_id in top_ids:
         row = rows.get(unit_id)
         if row is None or (reranked and unit_id not in reranked):
             continue
-        base = reranked[unit_id] if reranked else fused[unit_id] / top_fused
+        spread = (fused[unit_id] - low) / span if span else 1.0
+        base = reranked[unit_id] if reranked else 0.05 + 0.95 * spread
         when = row["occurred_start"] or row["mentioned_at"] or row["created_at"]
         final = (
             base

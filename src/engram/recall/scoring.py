@@ -12,11 +12,17 @@ RECENCY_SPAN_DAYS = 365.0
 PROOF_SATURATION = 10
 
 
+# Arm weights in the fusion, tuned on LoCoMo (bench/locomo_recall.py): the graph arm finds what the
+# query does not say and would drown exact matches at full weight; exact words are strong evidence.
+ARM_WEIGHTS = {"graph": 0.3, "keyword": 1.3}
+
+
 def fuse_rrf(ranked_lists: dict[str, list[tuple[uuid.UUID, float]]], k: int = RRF_K) -> dict[uuid.UUID, float]:
     fused: dict[uuid.UUID, float] = {}
-    for ranked in ranked_lists.values():
+    for arm, ranked in ranked_lists.items():
+        weight = ARM_WEIGHTS.get(arm, 1.0)
         for rank, (unit_id, _) in enumerate(ranked, start=1):
-            fused[unit_id] = fused.get(unit_id, 0.0) + 1.0 / (k + rank)
+            fused[unit_id] = fused.get(unit_id, 0.0) + weight / (k + rank)
     return fused
 
 

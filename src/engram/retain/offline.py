@@ -39,9 +39,17 @@ def sentence_fact(sentence: str, speaker: str | None, said_at: datetime | None) 
     return fact
 
 
+# A conversation turn up to this long stays one fact: its sentences explain each other ("It was so
+# powerful." means nothing alone). Longer turns and prose are cut into sentences.
+WHOLE_TURN_CHARS = 600
+
+
 def extract_offline(chunk: str, *, said_at: datetime | None) -> list[ExtractedFact]:
     facts: list[ExtractedFact] = []
     for speaker, utterance in split_turns(chunk):
-        for sentence in split_sentences(utterance):
-            facts.append(sentence_fact(sentence, speaker, said_at))
+        if speaker is not None and len(utterance) <= WHOLE_TURN_CHARS:
+            pieces = [" ".join(utterance.split())]
+        else:
+            pieces = split_sentences(utterance)
+        facts.extend(sentence_fact(piece, speaker, said_at) for piece in pieces if piece)
     return facts

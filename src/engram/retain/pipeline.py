@@ -179,7 +179,6 @@ def _build_units(plans: list[DocumentPlan], allow_free_form: bool) -> list[_Pend
 
 async def _embed(pending: list[_PendingUnit]) -> None:
     from engram.models.embedder import embedder
-    from engram.models.tokens import count_tokens_batch
 
     texts = [
         embedding_text(p.row.text, p.row.occurred_start or p.row.mentioned_at, p.entity_names) for p in pending
