@@ -7,10 +7,11 @@ Every QA of categories 1-4 is asked as a recall query (`query_timestamp` = the l
 question's recall@k is the fraction of its evidence turns ("D1:3") that at least one of the top k results
 came from, averaged over questions.
 
-Turn provenance: the offline extractor cuts a "Speaker: text" turn into sentence facts stored as
-"Speaker: sentence[ | When: …]", never across turns. A recalled fact is mapped back to its turn by
-finding, among the turns of its document (document id = conversation + session), the one whose
-whitespace-normalised text contains the fact's sentence with the same speaker. Needs no server change.
+Turn provenance: the offline extractor stores a "Speaker: text" turn as one fact, or, when it is long, as
+one fact per sentence, "Speaker: text[ | When: …]", never across turns. A recalled fact is mapped back to
+its turn among the turns of its document (document id = conversation + session): the turn of the same
+speaker whose whitespace-normalised text equals the fact's text, else the first one that contains it.
+Needs no server change (and works only for the offline extractor, whose facts quote the turns).
 
 Prints a table and the command that reproduces it; asserts nothing.
 
@@ -159,7 +160,7 @@ def _normalise(text: str) -> str:
 
 @dataclass
 class TurnIndex:
-    """Maps recalled facts of one conversation back to the turns they were cut from (see the module doc)."""
+    """Maps recalled facts of one conversation back to the turns they came from (see the module doc)."""
 
     conversation: Conversation
     by_document: dict[str, list[tuple[str, str, str]]] = field(init=False)  # (speaker, text, dia_id)
@@ -187,13 +188,15 @@ class TurnIndex:
         turns = self.by_document.get(result.get("document_id") or "")
         if turns is None:
             turns = [turn for group in self.by_document.values() for turn in group]
-        found = [dia for who, text, dia in turns if (not speaker or who == speaker) and sentence in text]
+        found = [(text == sentence, dia) for who, text, dia in turns
+                 if (not speaker or who == speaker) and sentence in text]
         if not found:
             self.unmapped += 1
             return None
+        exact = [dia for equal, dia in found if equal]
         self.mapped += 1
-        self.ambiguous += len(found) > 1
-        return found[0]
+        self.ambiguous += len(exact) != 1 and len(found) > 1
+        return exact[0] if exact else found[0][1]
 
 
 # --- baselines over the raw turns --------------------------------------------------------------------------
@@ -424,6 +427,18 @@ def figures(run: Run, method: str) -> dict[str, dict[str, float]]:
     return out
 
 
+def source_revision() -> str:
+    """The commit the measured code comes from ("+dirty" when src/ has uncommitted changes), if known."""
+    try:
+        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True,
+                              timeout=10, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--", "src"], cwd=ROOT, capture_output=True,
+                               text=True, timeout=10, check=True).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+    return f"{head}+dirty" if dirty else head
+
+
 def summary(run: Run, conversations: list[Conversation], dropped: Dropped, args: argparse.Namespace) -> dict[str, Any]:
     counts = Counter(str(c) for c in run.categories)
     return {
@@ -450,6 +465,7 @@ def summary(run: Run, conversations: list[Conversation], dropped: Dropped, args:
                        "ambiguous": sum(i.ambiguous for i in run.indexes),
                        "unmapped": sum(i.unmapped for i in run.indexes)},
         "captions": args.captions,
+        "revision": args.revision,
         "bank_config": args.bank_config or {},
     }
 
@@ -458,7 +474,7 @@ def print_table(report: dict[str, Any], command: str) -> None:
     ingest, latency = report["ingest"], report["recall_latency_ms"]
     tables = {"engram": report, **report["baselines"]}
     print(f"\nLoCoMo evidence recall — {len(report['conversations'])} conversations, {ingest['turns']:,} turns, "
-          f"{report['questions']['overall']:,} questions (categories 1-4)")
+          f"{report['questions']['overall']:,} questions (categories 1-4); Engram at {report['revision']}")
     header = f"{'':20} {'n':>5}"
     rule = f"{'-' * 20} {'-' * 5}"
     for method in METHODS:
@@ -518,6 +534,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"skipped: no LoCoMo data at {args.data} (pass --data PATH)")
         return 0
     conversations, dropped = load(args.data, args.conversations, args.questions, args.captions)
+    args.revision = source_revision()  # before the server starts: the code it loads
     run = Run()
     dump: list[dict[str, Any]] = []
     workdir = Path(tempfile.mkdtemp(prefix="engram-locomo-"))

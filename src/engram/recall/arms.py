@@ -102,7 +102,7 @@ async def graph(conn: asyncpg.Connection, scope: UnitFilter, seeds: Ranked, limi
             FROM seeds s JOIN memory_links l ON l.to_unit = s.id
             WHERE l.link_type IN ('semantic', 'causal')
         ),
-        activation AS (
+        activation AS MATERIALIZED (  -- evaluated once, whatever the planner guesses of fresh rows
             SELECT id, sim * tanh(0.5 * shared) AS score FROM via_entities
             UNION ALL
             SELECT id, score FROM via_links
