@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -17,7 +17,6 @@ class Services:
     settings: Settings
     store: Store
     llm: LLMProvider | None = None
-    extras: dict[str, Any] = field(default_factory=dict)
     wake: Callable[[], None] | None = None  # set by the in-process worker: look at the queue now
 
     def wake_worker(self) -> None:

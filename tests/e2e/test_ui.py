@@ -6,7 +6,6 @@ Each page is saved as a screenshot in tests/artifacts/screenshots/."""
 
 from __future__ import annotations
 
-import time
 import uuid
 from collections.abc import Iterator
 from typing import Any
@@ -16,6 +15,7 @@ import pytest
 
 from tests.conftest import RunningServer, start_server
 from tests.support.scripted_llm import Reply, ScriptedLLM
+from tests.support.waiting import settle
 
 ONBOARDING = "Alice joined Acme as a designer last March. Bob works with Alice at Acme in Paris."
 TRAVEL = "Carol visited Berlin with Dave. Alice met Carol in Berlin."
@@ -26,12 +26,6 @@ REACT_AGAIN = "The user built another React dashboard and enjoyed it."
 DOG = "The user adopted a dog named Biscuit."
 
 
-def settle(http: httpx.Client, bank_id: str, timeout: float = 30) -> None:
-    """Wait until the bank has no pending or running operation."""
-    deadline = time.monotonic() + timeout
-    while http.get(f"/v1/default/banks/{bank_id}/stats").json()["pending_operations"]:
-        assert time.monotonic() < deadline, "operations did not settle"
-        time.sleep(0.1)
 
 
 def retain(http: httpx.Client, bank_id: str, content: str, **item: Any) -> None:

@@ -4,7 +4,6 @@ never lose or duplicate an observation."""
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 
 import httpx
@@ -12,6 +11,7 @@ import pytest
 
 from tests.conftest import RunningServer
 from tests.support.scripted_llm import Reply, ScriptedLLM
+from tests.support.waiting import settle
 
 REACT = "The user loves React for frontend work."
 REACT_AGAIN = "The user built another React dashboard and enjoyed it."
@@ -63,15 +63,6 @@ def retain_and_settle(http: httpx.Client, bank_id: str, text: str, **item: objec
     settle(http, bank_id)
 
 
-def settle(http: httpx.Client, bank_id: str, timeout: float = 30) -> dict:
-    """Wait until no operation of the bank is pending or processing; return its stats."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        stats = http.get(f"/v1/default/banks/{bank_id}/stats").json()
-        if stats["pending_operations"] == 0:
-            return stats
-        time.sleep(0.1)
-    raise AssertionError(f"operations did not settle: {stats}")
 
 
 def observations(http: httpx.Client, bank_id: str) -> list[dict]:

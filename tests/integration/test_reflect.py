@@ -4,13 +4,13 @@ mental models (refresh, staleness, refresh after consolidation) and the no-LLM a
 from __future__ import annotations
 
 import json
-import time
 
 import httpx
 import pytest
 
 from tests.conftest import RunningServer
 from tests.support.scripted_llm import Reply, ScriptedLLM
+from tests.support.waiting import settle
 
 
 def extraction(request) -> dict:
@@ -28,11 +28,6 @@ def http(llm_server: RunningServer) -> httpx.Client:
         yield client
 
 
-def settle(http: httpx.Client, bank_id: str) -> None:
-    deadline = time.monotonic() + 30
-    while http.get(f"/v1/default/banks/{bank_id}/stats").json()["pending_operations"]:
-        assert time.monotonic() < deadline, "operations did not settle"
-        time.sleep(0.1)
 
 
 def test_the_agent_checks_stale_observations_against_raw_facts(http: httpx.Client, llm: ScriptedLLM,

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import re
 import threading
-import time
 from collections import Counter
 from collections.abc import Callable
 from typing import Any
@@ -13,6 +12,7 @@ from typing import Any
 import httpx
 
 from tests.support.scripted_llm import ChatRequest, Reply, ScriptedLLM
+from tests.support.waiting import settle, wait_for  # noqa: F401 - re-exported to the fault tests
 
 API = "/v1/default/banks"
 TERMINAL = {"completed", "failed", "cancelled"}
@@ -71,14 +71,6 @@ class Model:
 # --- HTTP helpers -----------------------------------------------------------------------------------------
 
 
-def wait_for(condition: Callable[[], Any], what: str, timeout: float = 30) -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        value = condition()
-        if value:
-            return value
-        assert time.monotonic() < deadline, f"gave up waiting for {what}"
-        time.sleep(0.05)
 
 
 def operation(http: httpx.Client, bank_id: str, operation_id: str) -> dict[str, Any]:
@@ -137,13 +129,6 @@ def observations(http: httpx.Client, bank_id: str) -> list[dict[str, Any]]:
     return memories(http, bank_id, type="observation")
 
 
-def settle(http: httpx.Client, bank_id: str, timeout: float = 60) -> dict[str, Any]:
-    """Wait until the bank has no pending or processing operation; return its stats."""
-    def idle() -> dict[str, Any] | None:
-        stats = http.get(f"{API}/{bank_id}/stats").json()
-        return stats if stats["pending_operations"] == 0 else None
-
-    return wait_for(idle, f"the operations of {bank_id} to settle", timeout)
 
 
 def assert_stats_consistent(http: httpx.Client, bank_id: str) -> dict[str, Any]:
