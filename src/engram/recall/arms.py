@@ -1,5 +1,5 @@
-"""The four retrieval arms. Each returns candidates best first as (unit id, arm score); each is one
-SQL round trip."""
+"""The retrieval arms. Each returns candidates best first as (unit id, arm score); each is one SQL
+round trip."""
 
 from __future__ import annotations
 
@@ -26,15 +26,32 @@ _WORD = re.compile(r"[A-Za-z0-9]+")
 async def semantic(
     conn: asyncpg.Connection, scope: UnitFilter, query_vector: np.ndarray, limit: int, min_similarity: float
 ) -> Ranked:
+    """Facts by their best vector: their own, or that of one of their sentences (a long conversation
+    turn is found by the sentence that answers, not diluted by the rest)."""
     params = SqlParams()
     vector = params.add(query_vector)
     where = scope.where(params)
+    limit_ref = params.add(limit)
     rows = await conn.fetch(
         f"""
-        SELECT m.id, 1 - (m.embedding <=> {vector}::vector) AS similarity
-        FROM memory_units m WHERE {where}
-        ORDER BY m.embedding <=> {vector}::vector
-        LIMIT {params.add(limit)}
+        WITH own AS (
+            SELECT m.id, m.embedding <=> {vector}::vector AS distance
+            FROM memory_units m WHERE {where}
+            ORDER BY m.embedding <=> {vector}::vector
+            LIMIT {limit_ref}
+        ),
+        by_sentence AS (
+            SELECT v.unit_id AS id, v.embedding <=> {vector}::vector AS distance
+            FROM memory_unit_sentences v JOIN memory_units m ON m.id = v.unit_id
+            WHERE {where}
+            ORDER BY v.embedding <=> {vector}::vector
+            LIMIT {limit_ref}
+        )
+        SELECT id, 1 - min(distance) AS similarity
+        FROM (SELECT * FROM own UNION ALL SELECT * FROM by_sentence) hits
+        GROUP BY id
+        ORDER BY similarity DESC
+        LIMIT {limit_ref}
         """,
         *params.values,
     )
@@ -47,20 +64,61 @@ def keyword_query(text: str) -> str | None:
     return " | ".join(words) if words else None
 
 
+# Okapi BM25 parameters; how much a word of a fact's lead-in counts next to one of the fact itself; and
+# the share of the facts in scope above which a word scores nothing (where classic BM25's IDF turns
+# negative): "user" in every fact of a bank says nothing about which one is meant.
+BM25_K1 = 1.2
+BM25_B = 0.75
+LEAD_IN_WEIGHT = 0.5
+UBIQUITOUS_SHARE = 0.5
+
+
 async def keyword(
     conn: asyncpg.Connection, scope: UnitFilter, query: str, limit: int, min_rank: float | None
 ) -> Ranked:
+    """Okapi BM25 over the facts sharing a word with the query (PostgreSQL's stemming and stop words).
+
+    Document frequencies are counted among the matching facts (every fact containing a query word is
+    one), N is the number of facts in scope, and the average length is that of the matching facts, so
+    one query computes exact IDF without any stored statistics. A word of the lead-in counts
+    LEAD_IN_WEIGHT of one of the fact's own words; a word in more than UBIQUITOUS_SHARE of the facts
+    (and in more than one) scores nothing, so facts matching only such words tie at the end."""
     terms = keyword_query(query)
     if terms is None:
         return []
     params = SqlParams()
     tsquery = params.add(terms)
+    text = params.add(query)
     where = scope.where(params)
+    lead = params.add(LEAD_IN_WEIGHT)
     rows = await conn.fetch(
         f"""
-        SELECT m.id, ts_rank_cd(m.search, q) AS rank
-        FROM memory_units m, to_tsquery('english', {tsquery}) q
-        WHERE {where} AND m.search @@ q
+        WITH query_terms AS MATERIALIZED (
+            SELECT DISTINCT unnest(tsvector_to_array(to_tsvector('english', {text}))) AS lexeme
+        ),
+        matched AS MATERIALIZED (
+            SELECT m.id, m.search, length(m.search) AS doc_length
+            FROM memory_units m
+            WHERE {where} AND m.search @@ to_tsquery('english', {tsquery})
+        ),
+        hits AS (  -- a lexeme's weights list one letter per occurrence: A in the fact, B in its lead-in
+            SELECT c.id, c.doc_length, u.lexeme,
+                   cardinality(array_positions(u.weights, 'A'))
+                   + {lead}::float8 * (cardinality(u.weights) - cardinality(array_positions(u.weights, 'A'))) AS tf
+            FROM matched c CROSS JOIN LATERAL unnest(c.search) u
+            JOIN query_terms q ON q.lexeme = u.lexeme
+        ),
+        frequency AS (SELECT lexeme, count(*) AS df FROM hits GROUP BY lexeme),
+        corpus AS (
+            SELECT (SELECT count(*) FROM memory_units m WHERE {where}) AS n,
+                   (SELECT greatest(avg(doc_length), 1) FROM matched) AS average_length
+        )
+        SELECT h.id, sum(CASE WHEN f.df > 1 AND f.df > k.n * {UBIQUITOUS_SHARE} THEN 0 ELSE
+            ln(1 + (k.n - f.df + 0.5) / (f.df + 0.5))
+            * h.tf * {BM25_K1 + 1} / (h.tf + {BM25_K1} * (1 - {BM25_B} + {BM25_B} * h.doc_length / k.average_length))
+        END) AS rank
+        FROM hits h JOIN frequency f USING (lexeme) CROSS JOIN corpus k
+        GROUP BY h.id
         ORDER BY rank DESC
         LIMIT {params.add(limit)}
         """,
@@ -136,28 +194,33 @@ async def temporal(
     limit_ref = params.add(limit)
     rows = await conn.fetch(
         f"""
-        WITH inside AS (
-            SELECT m.id, 1 - (m.embedding <=> {vector}::vector) AS similarity
+        WITH in_window AS MATERIALIZED (  -- exact distances: an HNSW scan filtered by dates would walk
+            SELECT m.id, m.embedding      -- much of the index when few facts fall inside the window
             FROM memory_units m
             WHERE {where}
               AND coalesce(m.occurred_start, m.mentioned_at) < {hi}
               AND coalesce(m.occurred_end, m.occurred_start, m.mentioned_at) >= {lo}
-            ORDER BY m.embedding <=> {vector}::vector
+        ),
+        inside AS (
+            SELECT w.id, 1 - (w.embedding <=> {vector}::vector) AS similarity
+            FROM in_window w
+            ORDER BY w.embedding <=> {vector}::vector
             LIMIT {limit_ref}
         ),
         best AS (SELECT * FROM inside ORDER BY similarity DESC LIMIT 20),
-        spread AS (
+        linked AS MATERIALIZED (  -- evaluated once, whatever the planner guesses of fresh rows
             SELECT l.to_unit AS id, b.similarity * l.weight * 0.5 AS similarity
             FROM best b JOIN memory_links l ON l.from_unit = b.id WHERE l.link_type IN ('temporal', 'causal')
             UNION ALL
             SELECT l.from_unit, b.similarity * l.weight * 0.5
             FROM best b JOIN memory_links l ON l.to_unit = b.id WHERE l.link_type IN ('temporal', 'causal')
+        ),
+        spread AS (
+            SELECT k.id, k.similarity FROM linked k JOIN memory_units m ON m.id = k.id WHERE {where}
         )
-        SELECT c.id, max(c.similarity) AS score
+        SELECT id, max(similarity) AS score
         FROM (SELECT * FROM inside UNION ALL SELECT * FROM spread) c
-        JOIN memory_units m ON m.id = c.id
-        WHERE {where}
-        GROUP BY c.id
+        GROUP BY id
         ORDER BY score DESC
         LIMIT {limit_ref}
         """,

@@ -56,7 +56,9 @@ async def run_arms(
 ) -> dict[str, arms.Ranked]:
     pool = services.pool
     min_scores = request.min_scores
-    min_semantic = min_scores.semantic if min_scores and min_scores.semantic is not None else arms.SEMANTIC_MIN_SIMILARITY
+    min_semantic = arms.SEMANTIC_MIN_SIMILARITY
+    if min_scores and min_scores.semantic is not None:
+        min_semantic = min_scores.semantic
     min_keyword = min_scores.keyword if min_scores else None
 
     async def with_conn(fn: Any, *args: Any) -> arms.Ranked:

@@ -18,11 +18,21 @@ ARM_WEIGHTS = {"graph": 0.3, "keyword": 1.3}
 
 
 def fuse_rrf(ranked_lists: dict[str, list[tuple[uuid.UUID, float]]], k: int = RRF_K) -> dict[uuid.UUID, float]:
+    """Weighted reciprocal rank fusion of lists sorted best first. Equal scores share the mean of their
+    positions, so an arm that cannot tell candidates apart neither picks one of two nor lifts a
+    thousand (a word every fact contains) to the rank of the first."""
     fused: dict[uuid.UUID, float] = {}
     for arm, ranked in ranked_lists.items():
         weight = ARM_WEIGHTS.get(arm, 1.0)
-        for rank, (unit_id, _) in enumerate(ranked, start=1):
-            fused[unit_id] = fused.get(unit_id, 0.0) + weight / (k + rank)
+        start = 0
+        while start < len(ranked):
+            end = start
+            while end + 1 < len(ranked) and ranked[end + 1][1] == ranked[start][1]:
+                end += 1
+            rank = (start + end) / 2 + 1  # positions start..end, counted from 1
+            for unit_id, _ in ranked[start : end + 1]:
+                fused[unit_id] = fused.get(unit_id, 0.0) + weight / (k + rank)
+            start = end + 1
     return fused
 
 

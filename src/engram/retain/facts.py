@@ -23,6 +23,10 @@ class ExtractedFact:
     causal_parents: list[int] = field(default_factory=list)
     labels: list[str] = field(default_factory=list)  # `key:value` entities of the bank's vocabulary
     label_tags: list[str] = field(default_factory=list)  # the labels whose group has `tag: true`
+    # Offline facts only: what was said just before (the previous turn or sentence), and the fact's
+    # sentences when it has several, each as it should be embedded ("Speaker: sentence").
+    lead_in: str | None = None
+    sentences: list[str] = field(default_factory=list)
 
     def stored_text(self) -> str:
         """`what | When: … | Involving: … | why`: one line that reads well to an LLM and a person."""

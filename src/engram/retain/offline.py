@@ -1,6 +1,7 @@
-"""Fact extraction with no LLM: each sentence becomes a `world` fact that keeps its speaker's name, its
-entities come from the rule-based extractor, and relative dates are resolved against the item's
-timestamp. Entities, the graph, tags and recall all work from these facts."""
+"""Fact extraction with no LLM: each conversation turn (each sentence of prose or of a very long turn)
+becomes a `world` fact that keeps its speaker's name, its entities come from the rule-based
+extractor, and relative dates are resolved against the item's timestamp. Entities, the graph, tags
+and recall all work from these facts."""
 
 from __future__ import annotations
 
@@ -45,11 +46,22 @@ WHOLE_TURN_CHARS = 600
 
 
 def extract_offline(chunk: str, *, said_at: datetime | None) -> list[ExtractedFact]:
+    """The chunk's facts in order; each carries the fact before it as its lead-in, and a whole turn of
+    several sentences carries them too, so recall can match a reply by the question it answers and a
+    long turn by its best sentence."""
     facts: list[ExtractedFact] = []
     for speaker, utterance in split_turns(chunk):
-        if speaker is not None and len(utterance) <= WHOLE_TURN_CHARS:
-            pieces = [" ".join(utterance.split())]
-        else:
-            pieces = split_sentences(utterance)
-        facts.extend(sentence_fact(piece, speaker, said_at) for piece in pieces if piece)
+        whole_turn = speaker is not None and len(utterance) <= WHOLE_TURN_CHARS
+        pieces = [" ".join(utterance.split())] if whole_turn else split_sentences(utterance)
+        for piece in pieces:
+            if not piece:
+                continue
+            fact = sentence_fact(piece, speaker, said_at)
+            if whole_turn:
+                sentences = split_sentences(piece)
+                if len(sentences) > 1:
+                    fact.sentences = [f"{speaker}: {sentence}" for sentence in sentences]
+            if facts:
+                fact.lead_in = facts[-1].what
+            facts.append(fact)
     return facts

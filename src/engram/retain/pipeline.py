@@ -21,6 +21,7 @@ from engram.retain.label_config import LabelGroup, groups_from_config
 from engram.retain.prepare import PreparedItem
 from engram.store import facts_write as fw
 from engram.store.banks import ensure_bank
+from engram.store.statistics import analyze_if_stale, publish_write_counts
 from engram.store.tx import transaction
 
 if TYPE_CHECKING:
@@ -144,6 +145,7 @@ class _PendingUnit:
     entity_names: list[str]
     causes: list[int]  # positions in the pending list
     resolve: bool = True  # False: the caller's entities match existing names exactly, never fuzzily
+    sentence_vectors: list[Any] = field(default_factory=list)  # see migration 006
 
 
 def _build_units(plans: list[DocumentPlan], allow_free_form: bool) -> list[_PendingUnit]:
@@ -170,6 +172,7 @@ def _build_units(plans: list[DocumentPlan], allow_free_form: bool) -> list[_Pend
                     tags=list(dict.fromkeys([*item.tags, *fact.label_tags])),
                     metadata=item.metadata,
                     observation_scopes=item.observation_scopes,
+                    lead_in=fact.lead_in,
                 )
                 pending.append(
                     _PendingUnit(row, fact, names, [base + p for p in fact.causal_parents], item.resolve_entities)
@@ -177,15 +180,27 @@ def _build_units(plans: list[DocumentPlan], allow_free_form: bool) -> list[_Pend
     return pending
 
 
-async def _embed(pending: list[_PendingUnit]) -> None:
+def _embed_sync(pending: list[_PendingUnit]) -> None:
+    """Every fact's own vector (text, date, entity names) and token count, and the vectors of its
+    sentences when it has several; one batch for all, so the model runs at full width."""
     from engram.models.embedder import embedder
+    from engram.models.tokens import count_tokens_batch
 
     texts = [
         embedding_text(p.row.text, p.row.occurred_start or p.row.mentioned_at, p.entity_names) for p in pending
     ]
-    vectors = await asyncio.to_thread(embedder().embed, texts)
-    for p, vector in zip(pending, vectors, strict=False):
+    owners = [p for p in pending for _ in p.fact.sentences]
+    vectors = embedder().embed(texts + [sentence for p in pending for sentence in p.fact.sentences])
+    token_counts = count_tokens_batch([p.row.text for p in pending])
+    for p, vector, tokens in zip(pending, vectors[: len(texts)], token_counts, strict=True):
         p.row.embedding = vector
+        p.row.token_count = tokens
+    for p, vector in zip(owners, vectors[len(texts):], strict=True):
+        p.sentence_vectors.append(vector)
+
+
+async def _embed(pending: list[_PendingUnit]) -> None:
+    await asyncio.to_thread(_embed_sync, pending)
 
 
 def _label_offline(groups: list[LabelGroup], pending: list[_PendingUnit]) -> None:
@@ -229,6 +244,9 @@ async def _write(
             new_chunks = [(c.chunk_id, c.index, c.text, c.content_hash) for c in plan.chunks if not c.reuse_id]
             await fw.insert_chunks(conn, bank_id, plan.document_id, new_chunks)
         await fw.insert_units(conn, bank_id, [p.row for p in pending])
+        await fw.insert_sentence_vectors(
+            conn, bank_id, [(p.row.id, vector) for p in pending for vector in p.sentence_vectors]
+        )
         await store_entities(
             conn, bank_id, [Mention(p.row.id, p.entity_names, p.resolve, p.fact.labels) for p in pending]
         )
@@ -237,6 +255,7 @@ async def _write(
         await fw.insert_causal_links(conn, bank_id, causal)
         await fw.insert_temporal_links(conn, bank_id, ids)
         await fw.insert_semantic_links(conn, bank_id, ids)
+        await publish_write_counts(conn)
 
 
 async def retain_items(
@@ -262,6 +281,7 @@ async def retain_items(
         await progress("writing", 0, len(pending))
     await _write(services, bank_id, plans, pending, bool(config.get("store_document_text", True)))
     log.info("retained %d items into %s: %d facts", len(items), bank_id, len(pending))
+    await analyze_if_stale(services.pool)
     from engram.consolidate.trigger import after_memory_change
 
     await after_memory_change(services, bank_id)

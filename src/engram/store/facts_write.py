@@ -31,6 +31,7 @@ class UnitRow:
     metadata: dict[str, Any]
     observation_scopes: Any
     token_count: int | None = None
+    lead_in: str | None = None
 
 
 async def lock_document(conn: asyncpg.Connection, bank_id: str, document_id: str) -> None:
@@ -149,16 +150,16 @@ async def insert_units(conn: asyncpg.Connection, bank_id: str, units: list[UnitR
         """
         INSERT INTO memory_units (id, bank_id, document_id, chunk_id, text, context, fact_type, fact_kind,
                                   embedding, occurred_start, occurred_end, mentioned_at, tags, metadata,
-                                  observation_scopes, token_count)
+                                  observation_scopes, token_count, lead_in)
         SELECT u.id, $1, u.document_id, u.chunk_id, u.text, u.context, u.fact_type, u.fact_kind,
                u.embedding::vector, u.occurred_start, u.occurred_end, u.mentioned_at,
                ARRAY(SELECT jsonb_array_elements_text(u.tags::jsonb)), u.metadata::jsonb, nullif(u.scopes, 'null')::jsonb,
-               u.token_count
+               u.token_count, u.lead_in
         FROM unnest($2::uuid[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[],
                     $9::text[], $10::timestamptz[], $11::timestamptz[], $12::timestamptz[], $13::text[],
-                    $14::text[], $15::text[], $16::int[])
+                    $14::text[], $15::text[], $16::int[], $17::text[])
           AS u(id, document_id, chunk_id, text, context, fact_type, fact_kind, embedding, occurred_start,
-               occurred_end, mentioned_at, tags, metadata, scopes, token_count)
+               occurred_end, mentioned_at, tags, metadata, scopes, token_count, lead_in)
         """,
         bank_id,
         [u.id for u in units],
@@ -177,6 +178,25 @@ async def insert_units(conn: asyncpg.Connection, bank_id: str, units: list[UnitR
         [json.dumps(u.metadata) for u in units],
         [json.dumps(u.observation_scopes) for u in units],
         [u.token_count for u in units],
+        [u.lead_in for u in units],
+    )
+
+
+async def insert_sentence_vectors(
+    conn: asyncpg.Connection, bank_id: str, vectors: list[tuple[uuid.UUID, Any]]
+) -> None:
+    """The sentence vectors of facts that have several sentences, as (unit id, vector)."""
+    if not vectors:
+        return
+    await conn.execute(
+        """
+        INSERT INTO memory_unit_sentences (unit_id, bank_id, embedding)
+        SELECT v.unit_id, $1, v.embedding::vector
+        FROM unnest($2::uuid[], $3::text[]) AS v(unit_id, embedding)
+        """,
+        bank_id,
+        [unit_id for unit_id, _ in vectors],
+        [_vector_text(vector) for _, vector in vectors],
     )
 
 

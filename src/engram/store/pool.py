@@ -30,14 +30,18 @@ def decode_vector(text: str) -> np.ndarray:
     return np.array(text[1:-1].split(","), dtype=np.float32)
 
 
+# Filtered HNSW searches (one bank among many) keep scanning until enough rows pass the filter. Given
+# at connection start, they are the session's defaults, which the pool's RESET ALL on release keeps; a
+# SET would last until the first release, after which searches stopped at 40 candidates of all banks.
+SESSION_SETTINGS = {"hnsw.iterative_scan": "relaxed_order", "hnsw.ef_search": "100"}
+
+
 async def _init_connection(conn: asyncpg.Connection) -> None:
     await conn.set_type_codec(
         "vector", schema="public", encoder=encode_vector, decoder=decode_vector, format="text"
     )
     await conn.set_type_codec("jsonb", schema="pg_catalog", encoder=_dumps, decoder=_loads, format="text")
     await conn.set_type_codec("json", schema="pg_catalog", encoder=_dumps, decoder=_loads, format="text")
-    # Filtered HNSW searches (one bank among many) keep scanning until enough rows pass the filter.
-    await conn.execute("SET hnsw.iterative_scan = relaxed_order; SET hnsw.ef_search = 100")
 
 
 def _dumps(value: object) -> str:
@@ -94,7 +98,8 @@ async def open_store(settings: Settings, *, min_size: int = 2, max_size: int = 2
     finally:
         await conn.close()
     pool = await asyncpg.create_pool(
-        dsn, min_size=min_size, max_size=max_size, init=_init_connection, command_timeout=300
+        dsn, min_size=min_size, max_size=max_size, init=_init_connection, command_timeout=300,
+        server_settings=SESSION_SETTINGS,
     )
     return Store(pool=pool, dsn=dsn, embedded=embedded)
 

@@ -1,0 +1,41 @@
+"""Fresh planner statistics after bulk writes.
+
+Right after a bank's first thousands of facts arrive, PostgreSQL still believes the tables are nearly
+empty (autovacuum analyses them up to a minute later), and recall's joins get planned as nested loops
+over the whole bank: queries that take milliseconds took a second. A retain that leaves memory_units
+with many rows changed since the last ANALYZE (autovacuum's own rule: 50 + 10 % of the rows) analyses
+the tables recall reads, once at a time across the server."""
+
+from __future__ import annotations
+
+import asyncpg
+
+ANALYZED_TABLES = ("memory_units", "memory_unit_sentences", "memory_links", "unit_entities", "entities")
+BASE_THRESHOLD = 50
+SCALE_FACTOR = 0.1
+_LOCK_KEY = 0x656E6772616D  # pg_try_advisory_lock key of this job ("engram")
+
+
+async def publish_write_counts(conn: asyncpg.Connection) -> None:
+    """Make this transaction's row counts visible to other sessions as soon as it commits (they are
+    otherwise published up to a second later, too late for `analyze_if_stale` right after)."""
+    if conn.get_server_version().major >= 15:
+        await conn.execute("SELECT pg_stat_force_next_flush()")
+
+
+async def analyze_if_stale(pool: asyncpg.Pool) -> bool:
+    """ANALYZE the recall tables when memory_units changed enough since the last analysis; returns
+    whether it ran (False too when another connection is already analysing)."""
+    async with pool.acquire() as conn:
+        stale = await conn.fetchval(
+            "SELECT n_mod_since_analyze > $1 + $2 * greatest(n_live_tup, reltuples::bigint)"
+            " FROM pg_stat_user_tables JOIN pg_class ON pg_class.oid = relid WHERE relid = 'memory_units'::regclass",
+            BASE_THRESHOLD, SCALE_FACTOR,
+        )
+        if not stale or not await conn.fetchval("SELECT pg_try_advisory_lock($1)", _LOCK_KEY):
+            return False
+        try:
+            await conn.execute(f"ANALYZE {', '.join(ANALYZED_TABLES)}")
+        finally:
+            await conn.execute("SELECT pg_advisory_unlock($1)", _LOCK_KEY)
+    return True

@@ -1,0 +1,65 @@
+"""What the no-LLM pipeline adds to plain retrieval, each checked where plain retrieval misses: a reply
+found by the question it answers, a long turn found by its one relevant sentence, and rare words
+outweighing common ones in the keyword arm."""
+
+from __future__ import annotations
+
+import httpx
+
+CHAT = [
+    "Caroline: Morning! Did you sleep well after the concert?",
+    "Melanie: Not really, the neighbours had a party until two.",
+    "Caroline: Ugh. Have you ever been to the Grand Canyon?",
+    "Melanie: Yes, twice! Best trip of my life.",
+    "Caroline: I keep seeing photos of Zion and Bryce national parks.",
+    "Melanie: Hiking in the Alps last summer was the best trip of my life.",
+    "Caroline: I walked along the river in Portland on Sunday.",
+    "Melanie: The kids want to go camping at the lake again this weekend.",
+    "Caroline: We drove through Arizona on a road trip in college.",
+    "Melanie: My brother is a park ranger in Yosemite.",
+    "Caroline: Arches national park was stunning at sunset.",
+    "Caroline: Work has been crazy this month, I barely left the office. The printer broke twice and the "
+    "coffee machine too. Oh, and I finally adopted a puppy from the shelter last Friday! Anyway, the quarterly "
+    "report is due soon and my manager keeps moving the deadline.",
+    "Melanie: Our neighbour's cat keeps sneaking into the garden.",
+    "Caroline: My sister bought a parrot that says hello to everyone.",
+    "Melanie: The kids watched a documentary about wolves.",
+    "Caroline: The vet said the hamster is perfectly healthy.",
+]
+
+
+def retain_chat(http: httpx.Client, bank_id: str) -> None:
+    response = http.post(f"/v1/default/banks/{bank_id}/memories", json={"items": [
+        {"content": "\n".join(CHAT), "timestamp": "2023-05-08T13:56:00Z"}]})
+    assert response.status_code == 200, response.text
+
+
+def top_texts(http: httpx.Client, bank_id: str, query: str, k: int) -> list[str]:
+    response = http.post(f"/v1/default/banks/{bank_id}/memories/recall", json={"query": query})
+    assert response.status_code == 200, response.text
+    return [r["text"] for r in response.json()["results"][:k]]
+
+
+def test_a_reply_is_found_by_the_question_it_answers(http: httpx.Client, bank_id: str) -> None:
+    retain_chat(http, bank_id)
+    top = top_texts(http, bank_id, "Who has been to the Grand Canyon?", 2)
+    assert any(text.startswith("Melanie: Yes, twice!") for text in top), top
+
+
+def test_a_long_turn_is_found_by_its_relevant_sentence(http: httpx.Client, bank_id: str) -> None:
+    retain_chat(http, bank_id)
+    top = top_texts(http, bank_id, "Does anyone have a new dog?", 1)
+    assert "adopted a puppy" in top[0], top
+
+
+def test_rare_words_outweigh_common_ones_in_the_keyword_arm(http: httpx.Client, bank_id: str) -> None:
+    items = [{"content": f"The weekly meeting number {n} covered the meeting notes of the last meeting."}
+             for n in range(12)] + [{"content": "Priya fixed the zeppelin model."}]
+    response = http.post(f"/v1/default/banks/{bank_id}/memories", json={"items": items})
+    assert response.status_code == 200, response.text
+    response = http.post(f"/v1/default/banks/{bank_id}/memories/recall",
+                         json={"query": "meeting about the zeppelin", "trace": True}).json()
+    by_keyword = sorted((r for r in response["trace"]["results"] if "keyword" in r["ranks"]),
+                        key=lambda r: r["ranks"]["keyword"])
+    texts = {r["id"]: r["text"] for r in response["results"]}
+    assert texts[by_keyword[0]["id"]] == "Priya fixed the zeppelin model."
