@@ -1,0 +1,203 @@
+"""What each part of offline recall earns on LoCoMo: R@5/@10/@50 of Engram's recall with one part taken
+out at a time.
+
+One in-process run (engram.Memory on a throw-away embedded PostgreSQL, no LLM) ingests the
+conversations as `locomo_recall.py` does and asks every question once. For each question it keeps
+every arm's ranking, and the rankings Engram would get without a part:
+
+- the keyword arm without lead-ins (a lead-in word weighs 0 instead of 0.5),
+- the keyword arm ranked by PostgreSQL's `ts_rank_cd` instead of BM25 (same index, lead-ins included),
+- the semantic arm with each fact's own vector only (no sentence vectors; the graph arm keeps the
+  seeds it had).
+
+Then Engram's own fusion and final scoring (`engram.recall.scoring`, `engram.recall.pipeline._score`)
+are replayed over those rankings, once with everything and once per variant; the first line also
+shows what recall itself returned, which the full replay must match. Prints a table and the command
+that reproduces it; asserts nothing.
+
+    .venv/bin/python bench/locomo_ablation.py                                  # the dev split, ~5 minutes
+    .venv/bin/python bench/locomo_ablation.py --conversations 1 --questions 20  # smoke run
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shlex
+import shutil
+import sys
+import tempfile
+import uuid
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from locomo_recall import CATEGORIES, DEFAULT_DATA, KS, TurnIndex, evidence_recall, load, retain_items
+
+Ranked = list[tuple[uuid.UUID, float]]
+FULL = {"semantic": "semantic", "keyword": "keyword", "graph": "graph", "temporal": "temporal"}
+# (name, {arm: captured ranking}, RRF k)
+VARIANTS = [
+    ("everything (replayed)", FULL, 60),
+    ("without lead-ins", {**FULL, "keyword": "keyword_without_lead_in"}, 60),
+    ("ts_rank_cd instead of BM25", {**FULL, "keyword": "keyword_ts_rank_cd"}, 60),
+    ("one vector per fact", {**FULL, "semantic": "semantic_own_vector"}, 60),
+    ("without the temporal arm", {k: v for k, v in FULL.items() if k != "temporal"}, 60),
+    ("without the graph arm", {k: v for k, v in FULL.items() if k != "graph"}, 60),
+    ("RRF k = 20", FULL, 20),
+]
+ALONE = ["keyword", "keyword_without_lead_in", "keyword_ts_rank_cd", "semantic", "semantic_own_vector"]
+
+
+@dataclass
+class Capture:
+    """One question: what recall returned, every arm's ranking, and what the final scoring reads."""
+
+    category: int
+    evidence: tuple[str, ...]
+    returned: list[str | None]
+    rankings: dict[str, Ranked]
+    window: tuple[datetime, datetime] | None
+    now: datetime
+
+
+async def variant_rankings(services: Any, scope: Any, query: str, query_vector: Any, limit: int) -> dict[str, Ranked]:
+    from engram.recall import arms
+    from engram.store.sql import SqlParams
+
+    found: dict[str, Ranked] = {}
+    async with services.pool.acquire() as conn:
+        weight = arms.LEAD_IN_WEIGHT
+        arms.LEAD_IN_WEIGHT = 0.0
+        try:
+            found["keyword_without_lead_in"] = await arms.keyword(conn, scope, query, limit, None)
+        finally:
+            arms.LEAD_IN_WEIGHT = weight
+        terms = arms.keyword_query(query)
+        params = SqlParams()
+        tsquery, where = params.add(terms or "x"), scope.where(params)
+        rows = await conn.fetch(
+            f"SELECT m.id, ts_rank_cd(m.search, q) AS score FROM memory_units m, to_tsquery('english', {tsquery}) q"
+            f" WHERE {where} AND m.search @@ q ORDER BY score DESC LIMIT {params.add(limit)}", *params.values)
+        found["keyword_ts_rank_cd"] = [(r["id"], float(r["score"])) for r in rows] if terms else []
+        params = SqlParams()
+        vector, where = params.add(query_vector), scope.where(params)
+        rows = await conn.fetch(
+            f"SELECT m.id, 1 - (m.embedding <=> {vector}::vector) AS score FROM memory_units m WHERE {where}"
+            f" ORDER BY m.embedding <=> {vector}::vector LIMIT {params.add(limit)}", *params.values)
+        found["semantic_own_vector"] = [(r["id"], float(r["score"])) for r in rows
+                                        if r["score"] >= arms.SEMANTIC_MIN_SIMILARITY]
+    return found
+
+
+def capture(args: argparse.Namespace) -> tuple[list[Capture], dict[uuid.UUID, Any], dict[uuid.UUID, str | None]]:
+    """Ingest, ask every question, and keep the rankings (recall's arms are wrapped, not changed)."""
+    import engram
+    from engram.recall import pipeline
+
+    conversations, _ = load(args.data, args.conversations, args.questions, True)
+    seen: dict[str, tuple[dict[str, Ranked], Any]] = {}
+    run_arms = pipeline.run_arms
+
+    async def recording_run_arms(services: Any, scope: Any, request: Any, query_vector: Any, limit: int,
+                                 window: Any, config: Any, timings: Any) -> dict[str, Ranked]:
+        ranked = await run_arms(services, scope, request, query_vector, limit, window, config, timings)
+        extra = await variant_rankings(services, scope, request.query, query_vector, limit)
+        seen[request.query] = ({**ranked, **extra}, window)
+        return ranked
+
+    pipeline.run_arms = recording_run_arms
+    captures: list[Capture] = []
+    rows: dict[uuid.UUID, Any] = {}
+    turn_of: dict[uuid.UUID, str | None] = {}
+    workdir = Path(tempfile.mkdtemp(prefix="engram-ablation-"))
+    memory = engram.Memory(workdir)
+    try:
+        services = memory._run(memory._open())
+        for conversation in conversations:
+            memory.retain_batch(conversation.bank, retain_items(conversation))
+            units = memory._run(services.pool.fetch(
+                "SELECT id, text, document_id, fact_type, proof_count, occurred_start, occurred_end, mentioned_at,"
+                " created_at, 0.0 AS similarity FROM memory_units WHERE bank_id = $1", conversation.bank))
+            index = TurnIndex(conversation)
+            for unit in units:
+                rows[unit["id"]] = unit
+                turn_of[unit["id"]] = index.turn_of({"id": str(unit["id"]), "text": unit["text"],
+                                                     "document_id": unit["document_id"]})
+            asked_at = conversation.sessions[-1].said_at
+            for question in conversation.questions:
+                response = memory.recall(conversation.bank, question.text, budget="mid", max_tokens=8192,
+                                         query_timestamp=asked_at)
+                rankings, window = seen.pop(question.text)
+                returned = [turn_of.get(uuid.UUID(str(result.id))) for result in response.results]
+                captures.append(Capture(question.category, question.evidence, returned, rankings, window, asked_at))
+            print(f"{conversation.sample_id}: {len(conversation.questions)} questions captured", flush=True)
+    finally:
+        pipeline.run_arms = run_arms
+        memory.close()
+        shutil.rmtree(workdir, ignore_errors=True)
+    return captures, rows, turn_of
+
+
+def replay(item: Capture, arms: dict[str, str], k: int, rows: dict[uuid.UUID, Any]) -> list[uuid.UUID]:
+    """Engram's fusion and final scoring over the chosen rankings, best first."""
+    from engram.recall.pipeline import _score
+    from engram.recall.scoring import fuse_rrf
+
+    fused = fuse_rrf({arm: item.rankings.get(source, []) for arm, source in arms.items()}, k=k)
+    top = sorted(fused, key=fused.__getitem__, reverse=True)[:300]
+    return [unit for _, unit, _ in _score(top, rows, fused, {}, {}, item.now, item.window)]
+
+
+def figures(recalls: list[dict[int, float]], categories: list[int]) -> dict[str, dict[str, float]]:
+    out: dict[str, dict[str, float]] = {}
+    for k in KS:
+        out[f"recall_at_{k}"] = {"overall": round(float(np.mean([r[k] for r in recalls])), 4)}
+        for category in CATEGORIES:
+            chosen = [r[k] for r, c in zip(recalls, categories, strict=True) if c == category]
+            if chosen:
+                out[f"recall_at_{k}"][str(category)] = round(float(np.mean(chosen)), 4)
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--data", type=Path, default=DEFAULT_DATA, help="a LoCoMo JSON file (default: %(default)s)")
+    parser.add_argument("--conversations", type=int, help="only the first N conversations")
+    parser.add_argument("--questions", type=int, help="at most N questions per conversation")
+    parser.add_argument("--json", type=Path, help="also write the figures to this JSON file")
+    args = parser.parse_args(argv)
+    command = " ".join(shlex.quote(a) for a in [".venv/bin/python", "bench/locomo_ablation.py", *sys.argv[1:]])
+    if not args.data.is_file():
+        print(f"skipped: no LoCoMo data at {args.data} (pass --data PATH)")
+        return 0
+    captures, rows, turn_of = capture(args)
+    categories = [c.category for c in captures]
+    results: dict[str, dict[str, dict[str, float]]] = {
+        "recall as it ran": figures([evidence_recall(c.evidence, c.returned) for c in captures], categories)}
+    for name, arms, k in VARIANTS:
+        ranked = [[turn_of[u] for u in replay(c, arms, k, rows)] for c in captures]
+        results[name] = figures([evidence_recall(c.evidence, r) for c, r in zip(captures, ranked, strict=True)],
+                                categories)
+    for source in ALONE:
+        ranked = [[turn_of[u] for u in replay(c, {"semantic": source}, 60, rows)] for c in captures]
+        results[f"{source} arm alone"] = figures(
+            [evidence_recall(c.evidence, r) for c, r in zip(captures, ranked, strict=True)], categories)
+
+    print(f"\nLoCoMo evidence recall by variant — {len(captures)} questions (categories 1-4)")
+    print(f"{'':34} {'R@5':>6} {'R@10':>6} {'R@50':>6}   R@10 by category " + " / ".join(
+        str(c) for c in CATEGORIES))
+    for name, table in results.items():
+        by_category = " / ".join(f"{table['recall_at_10'].get(str(c), float('nan')) * 100:.1f}" for c in CATEGORIES)
+        print(f"{name:34} " + " ".join(f"{table[f'recall_at_{k}']['overall'] * 100:5.1f}%" for k in KS)
+              + f"   {by_category}")
+    print(f"\nreproduce: {command}")
+    if args.json:
+        args.json.write_text(json.dumps(results, indent=2) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
