@@ -109,7 +109,7 @@ async def keyword(
             JOIN query_terms q ON q.lexeme = u.lexeme
         ),
         frequency AS (SELECT lexeme, count(*) AS df FROM hits GROUP BY lexeme),
-        corpus AS (
+        corpus AS MATERIALIZED (  -- counted once (inlined, each use of n would count the scope again)
             SELECT (SELECT count(*) FROM memory_units m WHERE {where}) AS n,
                    (SELECT greatest(avg(doc_length), 1) FROM matched) AS average_length
         )

@@ -261,9 +261,15 @@ async def insert_semantic_links(
     conn: asyncpg.Connection, bank_id: str, unit_ids: list[uuid.UUID], *, min_similarity: float = 0.7,
     per_unit: int = 50,
 ) -> None:
-    """Link each new unit to its nearest neighbours in the bank with cosine similarity ≥ min_similarity."""
+    """Link each new unit to its nearest neighbours in the bank with cosine similarity ≥ min_similarity.
+
+    The neighbours come from the HNSW index. Left to itself, the planner sorts the whole bank by
+    distance for each new unit on banks of a few thousand facts (its estimate of the index is
+    cautious): 18 ms a unit at 3,600 facts, growing with the bank, against 0.7 ms through the index.
+    Sorting is switched off for this statement, so the index, which returns rows in order, wins."""
     if not unit_ids:
         return
+    await conn.execute("SET LOCAL enable_sort = off")  # the caller's transaction; back on below
     await conn.execute(
         """
         INSERT INTO memory_links (from_unit, to_unit, bank_id, link_type, weight)
@@ -284,3 +290,4 @@ async def insert_semantic_links(
         min_similarity,
         per_unit,
     )
+    await conn.execute("SET LOCAL enable_sort TO DEFAULT")

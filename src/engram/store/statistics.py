@@ -19,7 +19,11 @@ _LOCK_KEY = 0x656E6772616D  # pg_try_advisory_lock key of this job ("engram")
 async def publish_write_counts(conn: asyncpg.Connection) -> None:
     """Make this transaction's row counts visible to other sessions as soon as it commits (they are
     otherwise published up to a second later, too late for `analyze_if_stale` right after)."""
-    if conn.get_server_version().major >= 15:
+    if conn.get_server_version().major < 15:  # no such function; the counts just arrive later
+        return
+    # Checked first: a denied call would abort the caller's transaction (the function may be revoked
+    # from PUBLIC on a server Engram does not own).
+    if await conn.fetchval("SELECT has_function_privilege('pg_stat_force_next_flush()', 'EXECUTE')"):
         await conn.execute("SELECT pg_stat_force_next_flush()")
 
 
