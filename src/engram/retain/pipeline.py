@@ -21,7 +21,7 @@ from engram.retain.label_config import LabelGroup, groups_from_config
 from engram.retain.prepare import PreparedItem
 from engram.store import facts_write as fw
 from engram.store.banks import ensure_bank
-from engram.store.statistics import analyze_if_stale, publish_write_counts
+from engram.store.statistics import BULK_RETAIN_FACTS, analyze_if_stale, publish_write_counts
 from engram.store.tx import transaction
 
 if TYPE_CHECKING:
@@ -255,7 +255,8 @@ async def _write(
         await fw.insert_causal_links(conn, bank_id, causal)
         await fw.insert_temporal_links(conn, bank_id, ids)
         await fw.insert_semantic_links(conn, bank_id, ids)
-        await publish_write_counts(conn)
+        if len(pending) >= BULK_RETAIN_FACTS:
+            await publish_write_counts(conn)
 
 
 async def retain_items(
@@ -281,7 +282,8 @@ async def retain_items(
         await progress("writing", 0, len(pending))
     await _write(services, bank_id, plans, pending, bool(config.get("store_document_text", True)))
     log.info("retained %d items into %s: %d facts", len(items), bank_id, len(pending))
-    await analyze_if_stale(services.pool)
+    if len(pending) >= BULK_RETAIN_FACTS:
+        await analyze_if_stale(services.pool)
     from engram.consolidate.trigger import after_memory_change
 
     await after_memory_change(services, bank_id)

@@ -4,7 +4,8 @@ Right after a bank's first thousands of facts arrive, PostgreSQL still believes 
 empty (autovacuum analyses them up to a minute later), and recall's joins get planned as nested loops
 over the whole bank: queries that take milliseconds took a second. A retain that leaves memory_units
 with many rows changed since the last ANALYZE (autovacuum's own rule: 50 + 10 % of the rows) analyses
-the tables recall reads, once at a time across the server."""
+the tables recall reads, once at a time across the server. Only retains of BULK_RETAIN_FACTS facts or
+more check, so a small retain pays no extra round trips; a stream of small ones is autovacuum's."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import asyncpg
 
 ANALYZED_TABLES = ("memory_units", "memory_unit_sentences", "memory_links", "unit_entities", "entities")
 BASE_THRESHOLD = 50
+BULK_RETAIN_FACTS = 50
 SCALE_FACTOR = 0.1
 _LOCK_KEY = 0x656E6772616D  # pg_try_advisory_lock key of this job ("engram")
 
