@@ -36,7 +36,8 @@ from typing import Any
 import numpy as np
 from locomo_recall import CATEGORIES, DEFAULT_DATA, KS, TurnIndex, evidence_recall, load, retain_items
 
-Ranked = list[tuple[uuid.UUID, float]]
+from engram.recall.arms import Ranked
+
 FULL = {"semantic": "semantic", "keyword": "keyword", "graph": "graph", "temporal": "temporal"}
 # (name, {arm: captured ranking}, RRF k)
 VARIANTS = [
