@@ -18,7 +18,7 @@ from tests.conftest import RunningServer, separate_database, start_server
 from tests.support.faults import (
     API,
     Model,
-    assert_one_observation_per_fact,
+    assert_nothing_lost_or_doubled,
     assert_stats_consistent,
     consolidation_id,
     facts,
@@ -84,8 +84,7 @@ def test_a_retain_whose_llm_fails_fails_visibly_and_its_retry_stores_it_once(
     assert facts(http, bank_id) == ["Mirela restored the clock tower in Brasov.", "Teodor rang its bell at noon."]
     stats = settle(http, bank_id)
     assert stats["failed_operations"] == 0 and stats["total_documents"] == 1
-    assert_one_observation_per_fact(http, bank_id)
-    assert_stats_consistent(http, bank_id)
+    assert_nothing_lost_or_doubled(http, bank_id)
 
 
 def test_a_sync_retain_whose_llm_fails_answers_an_error_and_writes_nothing(
@@ -146,8 +145,7 @@ def test_a_consolidation_whose_llm_is_down_fails_whole_and_its_retry_completes(
     done = retry(http, bank_id, job)
     assert done["result_metadata"]["observations_created"] == 3
     assert facts(http, bank_id) == sorted(lines)
-    assert_one_observation_per_fact(http, bank_id)
-    stats = assert_stats_consistent(http, bank_id)
+    stats = assert_nothing_lost_or_doubled(http, bank_id)
     assert (stats["pending_consolidation"], stats["failed_consolidation"], stats["failed_operations"]) == (0, 0, 0)
 
 
@@ -169,8 +167,7 @@ def test_a_consolidation_failing_midway_keeps_its_committed_batches_and_the_retr
     model.healthy()
     retry(http, bank_id, job)
     assert len(observations(http, bank_id)) == 10
-    assert_one_observation_per_fact(http, bank_id)
-    assert assert_stats_consistent(http, bank_id)["pending_consolidation"] == 0
+    assert assert_nothing_lost_or_doubled(http, bank_id)["pending_consolidation"] == 0
 
 
 def test_a_consolidation_answer_that_never_parses_marks_its_facts_failed_and_they_can_be_redone(
@@ -195,8 +192,7 @@ def test_a_consolidation_answer_that_never_parses_marks_its_facts_failed_and_the
     for fact in failed:  # the way to redo one fact: clear its observations, which re-queues it
         assert http.delete(f"{API}/{bank_id}/memories/{fact['id']}/observations").status_code == 200
     settle(http, bank_id)
-    assert_one_observation_per_fact(http, bank_id)
-    stats = assert_stats_consistent(http, bank_id)
+    stats = assert_nothing_lost_or_doubled(http, bank_id)
     assert (stats["pending_consolidation"], stats["failed_consolidation"]) == (0, 0)
 
 
@@ -244,5 +240,4 @@ def test_retains_arriving_while_a_consolidation_runs_never_consolidate_a_fact_tw
         assert retain(http, bank_id, f"Guest {n} checked into the Sinaia mountain hut.").status_code == 200
     settle(http, bank_id)
     assert len(observations(http, bank_id)) == 5
-    assert_one_observation_per_fact(http, bank_id)
-    assert_stats_consistent(http, bank_id)
+    assert_nothing_lost_or_doubled(http, bank_id)

@@ -30,8 +30,7 @@ from engram.store.embedded import EmbeddedPostgres
 from tests.conftest import ARTIFACTS, start_server
 from tests.support.faults import (
     Model,
-    assert_one_observation_per_fact,
-    assert_stats_consistent,
+    assert_nothing_lost_or_doubled,
     consolidation_id,
     extracted,
     facts,
@@ -67,6 +66,14 @@ class Restartable:
 
     def start_postgres(self) -> None:
         assert self.pg.start() == self.dsn, "the same socket and database after a restart"
+
+    def restart_postgres(self, down_for: float) -> None:
+        """Stop PostgreSQL for `down_for` seconds (a held LLM answer arrives meanwhile), start it again
+        and wait until the server is healthy."""
+        self.stop_postgres()
+        time.sleep(down_for)
+        self.start_postgres()
+        wait_for(self.healthy, "health after the restart", 60)
 
     def healthy(self) -> bool:
         try:
@@ -136,8 +143,7 @@ def test_postgres_restarting_during_a_sync_retain_fails_it_visibly_and_the_serve
     assert retain(restart_http, bank_id, text).status_code == 200, "the pool reconnects on its own"
     assert facts(restart_http, bank_id) == [text], "the failed attempt left nothing"
     settle(restart_http, bank_id)
-    assert_one_observation_per_fact(restart_http, bank_id)
-    assert_stats_consistent(restart_http, bank_id)
+    assert_nothing_lost_or_doubled(restart_http, bank_id)
 
 
 def test_postgres_restarting_during_an_async_retain_never_leaves_it_stuck(
@@ -149,10 +155,7 @@ def test_postgres_restarting_during_an_async_retain_never_leaves_it_stuck(
     text = f"Oana {marker} mapped the caves under Cluj."
     operation_id = retain_async(restart_http, bank_id, text)
     wait_for_llm_call(llm, marker)
-    restartable.stop_postgres()
-    time.sleep(4)  # the held answer arrives while PostgreSQL is down: the write cannot happen
-    restartable.start_postgres()
-    wait_for(restartable.healthy, "health after the restart", 60)
+    restartable.restart_postgres(4)  # the held answer arrives while it is down: the write cannot happen
 
     # The worker could not record the failure while the database was down: the lease brings the
     # operation back, or (had the database returned first) it failed with its reason.
@@ -163,8 +166,7 @@ def test_postgres_restarting_during_an_async_retain_never_leaves_it_stuck(
     assert operation(restart_http, bank_id, operation_id)["status"] == "completed"
     assert facts(restart_http, bank_id) == [text], "stored exactly once"
     settle(restart_http, bank_id)
-    assert_one_observation_per_fact(restart_http, bank_id)
-    assert_stats_consistent(restart_http, bank_id)
+    assert_nothing_lost_or_doubled(restart_http, bank_id)
     assert retain(restart_http, bank_id, f"After the restart {marker} Oana found a second cave.").status_code == 200
     settle(restart_http, bank_id)
 
@@ -179,10 +181,7 @@ def test_postgres_restarting_during_a_consolidation_loses_and_doubles_nothing(
     assert retain(restart_http, bank_id, "\n".join(lines)).status_code == 200
     job = consolidation_id(restart_http, bank_id)
     wait_for_llm_call(llm, marker)
-    restartable.stop_postgres()
-    time.sleep(4)
-    restartable.start_postgres()
-    wait_for(restartable.healthy, "health after the restart", 60)
+    restartable.restart_postgres(4)
 
     ended = wait_terminal(restart_http, bank_id, job)
     if ended["status"] == "failed":
@@ -190,8 +189,7 @@ def test_postgres_restarting_during_a_consolidation_loses_and_doubles_nothing(
         retry(restart_http, bank_id, job)
     settle(restart_http, bank_id)
     assert facts(restart_http, bank_id) == sorted(lines)
-    assert_one_observation_per_fact(restart_http, bank_id)
-    stats = assert_stats_consistent(restart_http, bank_id)
+    stats = assert_nothing_lost_or_doubled(restart_http, bank_id)
     assert stats["pending_consolidation"] == 0 and stats["failed_operations"] == 0
 
 
@@ -241,8 +239,7 @@ def test_a_worker_dying_between_its_commit_and_its_report_does_not_store_the_ret
             assert model_calls == extractions, "the unchanged chunk is reused, not extracted again"
             stats = settle(http, bank_id)
             assert stats["total_documents"] == 1
-            assert_one_observation_per_fact(http, bank_id)
-            assert_stats_consistent(http, bank_id)
+            assert_nothing_lost_or_doubled(http, bank_id)
     finally:
         server.stop()
 
@@ -293,8 +290,7 @@ def test_an_operation_of_a_killed_worker_is_reclaimed_and_stored_once(
             assert sum(marker in r.user_text for r in list(llm.requests) if r.schema_name == "ExtractionOutput") == 2
             assert facts(http, bank_id) == [text], "stored exactly once"
             settle(http, bank_id)
-            assert_one_observation_per_fact(http, bank_id)
-            assert_stats_consistent(http, bank_id)
+            assert_nothing_lost_or_doubled(http, bank_id)
     finally:
         for worker in workers:
             if worker.poll() is None:

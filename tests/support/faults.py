@@ -129,8 +129,6 @@ def observations(http: httpx.Client, bank_id: str) -> list[dict[str, Any]]:
     return memories(http, bank_id, type="observation")
 
 
-
-
 def assert_stats_consistent(http: httpx.Client, bank_id: str) -> dict[str, Any]:
     """The stats agree with the memory list: node counts by type, and the consolidation states."""
     stats = http.get(f"{API}/{bank_id}/stats").json()
@@ -155,6 +153,11 @@ def assert_one_observation_per_fact(http: httpx.Client, bank_id: str) -> None:
     assert len({o["text"] for o in found}) == len(found)
     assert all(m["consolidated_at"] for m in memories(http, bank_id, type="world"))
 
+
+def assert_nothing_lost_or_doubled(http: httpx.Client, bank_id: str) -> dict[str, Any]:
+    """One observation per fact and stats that agree with the memory list; returns the stats."""
+    assert_one_observation_per_fact(http, bank_id)
+    return assert_stats_consistent(http, bank_id)
 
 
 def consolidation_id(http: httpx.Client, bank_id: str) -> str:
