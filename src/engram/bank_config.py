@@ -1,12 +1,16 @@
 """A bank's effective configuration: environment defaults overridden by the bank's own values, and
-validation of the overrides a caller sends (PATCH …/config)."""
+validation of the overrides a caller sends (PATCH …/config, bank PUT, templates) against the schema
+of `engram.bank_schema`."""
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from engram.errors import InvalidInput
-from engram.settings import BANK_SETTINGS, BankSetting, normalise_setting_name
+from engram.settings import BANK_SETTINGS, normalise_setting_name
+
+log = logging.getLogger("engram.config")
 
 # Checks beyond the JSON type, run on PATCH. Each raises ValueError("<path>: <problem>"), the path
 # starting with the setting's name (e.g. "entity_labels[2].values: ..."). Features that own a
@@ -29,47 +33,58 @@ def _register_checks() -> None:
 _register_checks()
 
 
-def resolve_config(env_defaults: dict[str, Any], overrides: dict[str, Any]) -> dict[str, Any]:
-    """The config a bank runs with: every known setting, bank override first."""
+def resolve_config(
+    env_defaults: dict[str, Any], overrides: dict[str, Any], bank_id: str | None = None
+) -> dict[str, Any]:
+    """The config a bank runs with: every known setting, bank override first. A stored override that
+    is no longer valid (saved by an older version, or written by hand) is ignored: the bank runs with
+    the environment's value for that key, and the problem is logged once."""
     resolved = dict(env_defaults)
-    resolved.update({k: v for k, v in overrides.items() if k in BANK_SETTINGS})
+    invalid = invalid_overrides(overrides)
+    resolved.update({k: v for k, v in overrides.items() if k in BANK_SETTINGS and k not in invalid})
+    for key, problem in invalid.items():
+        _log_once(bank_id, key, overrides[key], problem)
     return resolved
 
 
-def _type_ok(setting: BankSetting, value: Any) -> bool:
-    if value is None:
-        return True
-    kinds = setting.kind if isinstance(setting.kind, tuple) else (setting.kind,)
-    for kind in kinds:
-        if kind is float and isinstance(value, (int, float)) and not isinstance(value, bool):
-            return True
-        if kind is int and isinstance(value, int) and not isinstance(value, bool):
-            return True
-        if kind not in (int, float) and isinstance(value, kind):
-            return True
-    return False
+def invalid_overrides(overrides: dict[str, Any]) -> dict[str, str]:
+    """The stored overrides that fail the schema, each with why (GET …/config shows them)."""
+    invalid = {}
+    for key, value in overrides.items():
+        setting = BANK_SETTINGS.get(key)
+        problem = setting.problem(value) if setting is not None else None
+        if problem is not None:
+            invalid[key] = f"{problem}; ignored, the default is used"
+    return invalid
 
 
-def _kind_name(setting: BankSetting) -> str:
-    kinds = setting.kind if isinstance(setting.kind, tuple) else (setting.kind,)
-    names = {str: "string", int: "integer", float: "number", bool: "boolean", list: "array", dict: "object"}
-    return " or ".join(names[k] for k in kinds)
+_LOGGED: set[tuple[str | None, str, str]] = set()
 
 
-def validate_updates(updates: dict[str, Any]) -> dict[str, Any]:
-    """Normalise keys (field names or HINDSIGHT_API_*/ENGRAM_* names) and check every value.
+def _log_once(bank_id: str | None, key: str, value: Any, problem: str) -> None:
+    marker = (bank_id, key, repr(value)[:200])
+    if marker in _LOGGED or len(_LOGGED) > 10_000:
+        return
+    _LOGGED.add(marker)
+    log.warning("bank %s: stored setting %s=%.100r %s", bank_id or "?", key, value, problem)
 
-    Raises InvalidInput naming every unknown key, or the first value of the wrong type; nothing is
-    saved unless all of them are valid.
+
+def validate_updates(updates: dict[str, Any], where: str = "updates") -> dict[str, Any]:
+    """Normalise keys (field names or HINDSIGHT_API_*/ENGRAM_* names) and check every value against
+    its type and range (`engram.bank_schema`) and its structure check.
+
+    Raises InvalidInput naming every unknown key, or the first invalid value as `<where>.<key>` (just
+    `<key>` when `where` is empty); nothing is saved unless all of them are valid.
     """
+    prefix = f"{where}." if where else ""
     normalised = {normalise_setting_name(key): value for key, value in updates.items()}
     unknown = sorted(key for key in updates if normalise_setting_name(key) not in BANK_SETTINGS)
     if unknown:
-        raise InvalidInput("updates", f"unknown config keys: {', '.join(unknown)}")
+        raise InvalidInput(where or "body", f"unknown config keys: {', '.join(unknown)}")
     for key, value in normalised.items():
-        setting = BANK_SETTINGS[key]
-        if not _type_ok(setting, value):
-            raise InvalidInput(f"updates.{key}", f"must be a {_kind_name(setting)}")
+        problem = BANK_SETTINGS[key].problem(value)
+        if problem is not None:
+            raise InvalidInput(f"{prefix}{key}", problem)
         check = VALUE_CHECKS.get(key)
         if check is None or value is None:
             continue
@@ -77,5 +92,5 @@ def validate_updates(updates: dict[str, Any]) -> dict[str, Any]:
             check(value)
         except ValueError as exc:
             path, _, problem = str(exc).partition(": ")
-            raise InvalidInput(f"updates.{path}", problem or str(exc)) from None
+            raise InvalidInput(f"{prefix}{path}", problem or str(exc)) from None
     return normalised

@@ -32,4 +32,4 @@ class Services:
         from engram.bank_config import resolve_config
 
         overrides = await self.pool.fetchval("SELECT config FROM banks WHERE bank_id = $1", bank_id)
-        return resolve_config(self.settings.bank_defaults, overrides or {})
+        return resolve_config(self.settings.bank_defaults, overrides or {}, bank_id)

@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from engram.bank_schema import BANK_SETTINGS, BankSetting
+
 ENV_PREFIXES = ("ENGRAM_", "HINDSIGHT_API_")
 
 
@@ -32,84 +34,6 @@ def parse_bool(raw: str) -> bool:
     if lowered in ("0", "false", "no", "off"):
         return False
     raise ValueError(f"not a boolean: {raw!r}")
-
-
-@dataclass(frozen=True)
-class BankSetting:
-    """One setting a bank may override. `kind` is the JSON type accepted for it."""
-
-    name: str
-    kind: type | tuple[type, ...]
-    default: Any
-    description: str = ""
-
-
-def _settings(*items: BankSetting) -> dict[str, BankSetting]:
-    return {item.name: item for item in items}
-
-
-# The bank-configurable settings, with Hindsight 1.1.0's names and defaults.
-BANK_SETTINGS: dict[str, BankSetting] = _settings(
-    BankSetting("reflect_mission", str, None, "Mission that shapes reflect answers"),
-    BankSetting("reflect_source_facts_max_tokens", int, 4096),
-    BankSetting("retain_mission", str, None, "What retain should focus on extracting"),
-    BankSetting("retain_extraction_mode", str, "concise"),
-    BankSetting("retain_custom_instructions", str, None),
-    BankSetting("retain_chunk_size", int, 3000, "Characters per extraction chunk"),
-    BankSetting("retain_structured_chunk_size", int, 3000),
-    BankSetting("retain_max_attachments_per_chunk", int, 0),
-    BankSetting("retain_default_strategy", str, None),
-    BankSetting("retain_strategies", dict, None),
-    BankSetting("retain_chunk_batch_size", int, 8),
-    BankSetting("store_document_text", bool, True),
-    BankSetting("entity_labels", list, None),
-    BankSetting("entities_allow_free_form", bool, True),
-    BankSetting("enable_observations", bool, True),
-    BankSetting("observations_mission", str, None),
-    BankSetting("max_observations_per_scope", int, -1),
-    BankSetting("observation_scope_limits", list, None),
-    BankSetting("consolidation_strategies", list, None),
-    BankSetting("default_observation_scopes", (str, list), None),
-    BankSetting("enable_auto_consolidation", bool, True),
-    BankSetting("consolidation_use_decision_model", bool, False),
-    BankSetting("consolidation_llm_parallelism", int, 1),
-    BankSetting("consolidation_max_memories_per_round", int, 100),
-    BankSetting("consolidation_llm_batch_size", int, 8),
-    BankSetting("consolidation_dedup_threshold", float, 0.97),
-    BankSetting("consolidation_source_facts_max_tokens", int, -1),
-    BankSetting("consolidation_source_facts_max_tokens_per_observation", int, -1),
-    BankSetting("mental_model_min_refresh_interval_seconds", int, 0),
-    BankSetting("reflect_default_options", dict, None),
-    BankSetting("enable_text_search", bool, True),
-    BankSetting("enable_temporal_retrieval", bool, True),
-    BankSetting("enable_graph_retrieval", bool, True),
-    BankSetting("enable_reranking", bool, True),
-    BankSetting("recall_max_tokens", int, 4096),
-    BankSetting("recall_include_chunks", bool, False),
-    BankSetting("recall_prefer_observations", bool, False),
-    BankSetting("recall_chunks_max_tokens", int, 8192),
-    BankSetting("recall_budget_fixed_low", int, 100),
-    BankSetting("recall_budget_fixed_mid", int, 300),
-    BankSetting("recall_budget_fixed_high", int, 1000),
-    BankSetting("disposition_skepticism", int, 3),
-    BankSetting("disposition_literalism", int, 3),
-    BankSetting("disposition_empathy", int, 3),
-    BankSetting("mcp_enabled_tools", list, None),
-    BankSetting("audit_log_enabled", bool, False),
-    # Accepted and stored for Hindsight compatibility (templates carry them); Engram does not act on them.
-    BankSetting("reflect_use_decision_model", bool, False),
-    BankSetting("mental_model_refresh_use_decision_model", bool, False),
-    BankSetting("mental_model_delta_use_decision_model", bool, False),
-    BankSetting("knowledge_page_default_trigger", dict, None),
-    BankSetting("llm_gemini_safety_settings", list, None),
-    BankSetting("recall_budget_function", str, "fixed"),
-    BankSetting("recall_budget_adaptive_low", float, None),
-    BankSetting("recall_budget_adaptive_mid", float, None),
-    BankSetting("recall_budget_adaptive_high", float, None),
-    BankSetting("recall_budget_min", int, None),
-    BankSetting("recall_budget_max", int, None),
-    BankSetting("memory_defense", dict, None),
-)
 
 
 def normalise_setting_name(key: str) -> str:
@@ -142,7 +66,8 @@ def coerce_env_value(setting: BankSetting, raw: str) -> Any:
 
 
 def env_bank_defaults(environ: dict[str, str] | None = None) -> dict[str, Any]:
-    """Bank settings as the environment sets them; a malformed env value keeps the default."""
+    """Bank settings as the environment sets them; a malformed or out-of-range env value keeps the
+    default (logged), so a typo in the environment cannot poison every bank."""
     import logging
 
     resolved: dict[str, Any] = {}
@@ -152,9 +77,14 @@ def env_bank_defaults(environ: dict[str, str] | None = None) -> dict[str, Any]:
             resolved[name] = setting.default
             continue
         try:
-            resolved[name] = coerce_env_value(setting, raw)
+            value = coerce_env_value(setting, raw)
+            problem = setting.problem(value)
+            if problem is not None:
+                raise ValueError(problem)
+            resolved[name] = value
         except ValueError as exc:
-            logging.getLogger("engram.settings").warning("ignoring %s: %s", name, exc)
+            logging.getLogger("engram.settings").warning(
+                "ignoring %s%s: %s; using the default %r", ENV_PREFIXES[0], name.upper(), exc, setting.default)
             resolved[name] = setting.default
     return resolved
 

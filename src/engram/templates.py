@@ -68,7 +68,7 @@ async def import_template(
 
     if manifest.version != TEMPLATE_VERSION:
         raise InvalidInput("version", f"unsupported template version {manifest.version!r} (expected {TEMPLATE_VERSION})")
-    config = validate_updates(manifest.bank or {})
+    config = validate_updates(manifest.bank or {}, where="bank")
     for index, model in enumerate(manifest.mental_models or []):
         validate_trigger(model.trigger, f"mental_models[{index}].trigger")
     existing_models = {m["id"] for m in (await store.list_mental_models(

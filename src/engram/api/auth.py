@@ -33,7 +33,8 @@ MCP_PREFIX = "/mcp"
 # Paths outside any bank that a bank-limited key may still use: the bank list and chunks are
 # filtered by their handlers (see `bank_access`), the rest carry no memory data.
 CHUNKS_PREFIX = "/v1/default/chunks/"
-LIMITED_KEY_PATHS = ("/version", "/openapi.json", "/docs", "/redoc", "/ui", "/v1/bank-template-schema")
+LIMITED_KEY_PATHS = ("/version", "/openapi.json", "/docs", "/redoc", "/ui", "/v1/bank-template-schema",
+                     "/v1/bank-config-schema")
 STATE_KEY = "engram.bank_access"
 
 

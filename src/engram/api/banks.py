@@ -8,7 +8,7 @@ from fastapi import APIRouter, Body, Depends, Query, Request
 
 from engram.api.auth import bank_access
 from engram.api.deps import require_bank, services
-from engram.bank_config import resolve_config, validate_updates
+from engram.bank_config import invalid_overrides, resolve_config, validate_updates
 from engram.errors import BankNotFound
 from engram.recall.rows import iso
 from engram.services import Services
@@ -46,14 +46,14 @@ def _config_updates(body: CreateBankRequest) -> dict[str, Any]:
     }
     if body.disposition is not None:
         updates.update({f"disposition_{trait}": value for trait, value in body.disposition.model_dump().items()})
-    return validate_updates(updates)
+    return validate_updates(updates, where="")
 
 
 async def _profile(svc: Services, bank_id: str) -> BankProfileResponse:
     row = await store.get_bank(svc.pool, bank_id)
     if row is None:
         raise BankNotFound(bank_id)
-    config = resolve_config(svc.settings.bank_defaults, row["config"])
+    config = resolve_config(svc.settings.bank_defaults, row["config"], bank_id)
     return BankProfileResponse(
         bank_id=bank_id,
         name=row["name"] or bank_id,
@@ -76,7 +76,7 @@ async def list_banks(
     rows, total = await store.list_banks(svc.pool, q=q, limit=limit, offset=offset, only=only)
     items = []
     for row in rows:
-        config = resolve_config(svc.settings.bank_defaults, row["config"])
+        config = resolve_config(svc.settings.bank_defaults, row["config"], row["bank_id"])
         items.append(
             BankListItem(
                 bank_id=row["bank_id"],
@@ -127,7 +127,8 @@ async def _config_response(svc: Services, bank_id: str) -> BankConfigResponse:
         raise BankNotFound(bank_id)
     overrides = row["config"] or {}
     return BankConfigResponse(
-        bank_id=bank_id, config=resolve_config(svc.settings.bank_defaults, overrides), overrides=overrides
+        bank_id=bank_id, config=resolve_config(svc.settings.bank_defaults, overrides, bank_id), overrides=overrides,
+        invalid_overrides=invalid_overrides(overrides),
     )
 
 

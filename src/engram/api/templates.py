@@ -1,4 +1,4 @@
-"""Bank templates: export, import (with dry run) and the manifest's JSON schema."""
+"""Bank templates: export, import (with dry run), the manifest's JSON schema and the bank settings' schema."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ from typing import Any
 from fastapi import APIRouter, Depends
 
 from engram.api.deps import require_bank, services
+from engram.bank_schema import config_json_schema
 from engram.services import Services
 from engram.templates import BankTemplateManifest, export_template, import_template
 
@@ -30,3 +31,10 @@ async def import_bank(
 @router.get("/bank-template-schema")
 async def template_schema() -> dict[str, Any]:
     return BankTemplateManifest.model_json_schema()
+
+
+@router.get("/bank-config-schema", tags=["Banks"])
+async def config_schema() -> dict[str, Any]:
+    """Every bank setting with its type, range and default: what PATCH …/config, bank PUT, templates
+    and the environment accept (the control plane builds its settings form from it)."""
+    return config_json_schema()

@@ -102,9 +102,11 @@ def _parse_rule(raw: Any, where: str, strict: bool) -> ScopeRule:
     return ScopeRule(tags=_tag_list(raw.get("tags"), f"{where}.tags"), tags_match=match)
 
 
-def _int_setting(raw: Any, where: str) -> int | None:
-    if raw is not None and (not isinstance(raw, int) or isinstance(raw, bool)):
-        raise ValueError(f"{where}: must be an integer")
+def _int_setting(raw: Any, where: str, setting: str) -> int | None:
+    """A per-strategy value of bank setting `setting`: the same type and range as the bank-wide one."""
+    problem = BANK_SETTINGS[setting].problem(raw)
+    if problem is not None:
+        raise ValueError(f"{where}: {problem}")
     return raw
 
 
@@ -122,7 +124,7 @@ def _parse_strategy(raw: Any, where: str, strict: bool) -> Strategy:
         rules=[_parse_rule(rule, f"{where}.scopes[{i}]", strict) for i, rule in enumerate(scopes or [])],
         # A blank mission is what a half-typed form saves: it sets nothing.
         observations_mission=mission if mission and mission.strip() else None,
-        **{name: _int_setting(raw.get(name), f"{where}.{name}") for name in INT_SETTINGS},
+        **{name: _int_setting(raw.get(name), f"{where}.{name}", name) for name in INT_SETTINGS},
     )
 
 
@@ -194,7 +196,8 @@ def parse_scope_limits(raw: Any, *, strict: bool, where: str = "observation_scop
             if patterns is None:
                 raise ValueError(f"{at}.tags: required")
             patterns = _tag_list(patterns, f"{at}.tags")
-            cap = _int_setting(_first_key(entry, LIMIT_CAP_KEYS), f"{at}.max_observations")
+            cap = _int_setting(_first_key(entry, LIMIT_CAP_KEYS), f"{at}.max_observations",
+                               "max_observations_per_scope")
             if cap is None:
                 raise ValueError(f"{at}.max_observations: required")
             limits.append(ScopeLimit(patterns, cap))

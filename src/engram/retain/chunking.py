@@ -1,6 +1,9 @@
 """Splitting a retained item into extraction chunks of about `size` characters. Conversation turns
 ("Speaker: text" lines) and JSONL lines are never cut; prose is cut at paragraph, then sentence,
-then word boundaries."""
+then word boundaries.
+
+Any `size` terminates: the bank setting is range-checked, but a size below `MIN_CHUNK_CHARS` (zero,
+negative, from an old stored value) is raised to it, and every cut advances by at least one character."""
 
 from __future__ import annotations
 
@@ -8,6 +11,7 @@ import re
 
 _TURN = re.compile(r"^\s*[\w .'-]{1,40}:\s")
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+MIN_CHUNK_CHARS = 50
 
 
 def is_line_structured(text: str) -> bool:
@@ -20,6 +24,7 @@ def is_line_structured(text: str) -> bool:
 
 
 def chunk_text(text: str, size: int = 3000) -> list[str]:
+    size = max(MIN_CHUNK_CHARS, int(size))
     text = text.strip()
     if not text:
         return []
@@ -42,7 +47,7 @@ def _split_long(paragraph: str, size: int) -> list[str]:
     for sentence in _SENTENCE_END.split(paragraph):
         while len(sentence) > size:
             cut = sentence.rfind(" ", 0, size)
-            cut = cut if cut > size // 2 else size
+            cut = cut if cut > size // 2 else size  # no space in the second half: cut mid-word
             pieces.append(sentence[:cut].strip())
             sentence = sentence[cut:].strip()
         if sentence:

@@ -111,6 +111,8 @@ class BankConfigResponse(Model):
     bank_id: str
     config: dict[str, Any]
     overrides: dict[str, Any]
+    # Stored overrides that fail the settings schema (saved by an older version): ignored, with why.
+    invalid_overrides: dict[str, str] = Field(default_factory=dict)
 
 
 class DeleteResponse(Model):
