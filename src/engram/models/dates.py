@@ -73,20 +73,26 @@ def parse_query_time(text: str, anchor: datetime) -> TimeRange | None:
         return None
     spans = [hit.span for hit in hits]
     dated = [hit for hit in hits if hit.absolute]
-    if dated and len(dated) < len(hits):
-        reference = dated[0].span[1] - timedelta(days=1)
-        spans = [hit.span if hit.absolute else (_safe(hit.reread, reference) or hit.span) for hit in hits]
-    return _to_range(envelope(spans), tz)
+    try:
+        if dated and len(dated) < len(hits):
+            reference = dated[0].span[1] - timedelta(days=1)
+            spans = [hit.span if hit.absolute else (_safe(hit.reread, reference) or hit.span) for hit in hits]
+        return _to_range(envelope(spans), tz)
+    except OverflowError:  # a window past an end of the calendar ("next week" on 9999-12-31)
+        return None
 
 
 def find_dates(text: str, anchor: datetime) -> list[DateMention]:
     """Every time expression in `text`, in order, each resolved against `anchor` (when it was said):
     "I went there yesterday" said on 2023-05-08 mentions 2023-05-07."""
     tz = _zone(anchor)
-    return [
-        DateMention(hit.start, hit.end, text[hit.start:hit.end], _to_range(hit.span, tz))
-        for hit in _scan(text, anchor.date())
-    ]
+    mentions = []
+    for hit in _scan(text, anchor.date()):
+        try:
+            mentions.append(DateMention(hit.start, hit.end, text[hit.start:hit.end], _to_range(hit.span, tz)))
+        except OverflowError:  # its day has no UTC midnight inside the calendar
+            continue
+    return mentions
 
 
 def _zone(anchor: datetime) -> tzinfo:

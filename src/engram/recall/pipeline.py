@@ -11,13 +11,14 @@ import uuid
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from engram.errors import BankNotFound
+from engram.errors import BankNotFound, InvalidInput
 from engram.recall import arms
 from engram.recall.budget import fill_budget
 from engram.recall.filters import UnitFilter
 from engram.recall.include import include_chunks, include_entities, include_source_facts
 from engram.recall.rows import entity_names, fetch_candidates, to_result
 from engram.recall.scoring import fuse_rrf, proof_factor, recency_factor, temporal_factor
+from engram.store.instants import OutOfCalendar, clamp, in_utc
 from engram.types import RecallRequest, RecallResponse, RecallScores
 
 if TYPE_CHECKING:
@@ -31,15 +32,18 @@ def _window(request: RecallRequest, now: datetime, enabled: bool) -> tuple[datet
         return None
     if request.temporal_window is not None:
         start, end = request.temporal_window.start, request.temporal_window.end
-        return (_aware(start), _aware(end))
+        return (clamp(start), clamp(end))
     from engram.models.dates import parse_query_time
 
     found = parse_query_time(request.query, now)
     return (found.start, found.end) if found else None
 
 
-def _aware(value: datetime) -> datetime:
-    return value if value.tzinfo else value.replace(tzinfo=UTC)
+def _query_time(value: datetime) -> datetime:
+    try:
+        return in_utc(value)
+    except OutOfCalendar as exc:
+        raise InvalidInput("query_timestamp", str(exc)) from None
 
 
 async def _timed(name: str, timings: dict[str, float], coro: Any) -> Any:
@@ -95,7 +99,7 @@ async def recall(services: Services, bank_id: str, request: RecallRequest) -> Re
     types = list(dict.fromkeys(request.types or ALL_TYPES))
     scope = UnitFilter(bank_id, types, request.tags, request.tags_match, request.tag_groups)
     limit = int(config.get(f"recall_budget_fixed_{request.budget}") or 300)
-    now = _aware(request.query_timestamp) if request.query_timestamp else datetime.now(UTC)
+    now = _query_time(request.query_timestamp) if request.query_timestamp else datetime.now(UTC)
     window = _window(request, now, bool(config.get("enable_temporal_retrieval", True)))
 
     from engram.models.embedder import embed_query

@@ -7,6 +7,8 @@ from __future__ import annotations
 import uuid
 from datetime import datetime
 
+from engram.store.instants import aware
+
 RRF_K = 60
 RECENCY_SPAN_DAYS = 365.0
 PROOF_SATURATION = 10
@@ -40,6 +42,7 @@ def recency_factor(when: datetime | None, now: datetime) -> float:
     """1.1 for a fact from now, falling linearly to 0.9 for one a year old or older."""
     if when is None:
         return 1.0
+    when, now = aware(when), aware(now)  # a stored ±infinity (older versions) reads back naive
     age_days = max(0.0, (now - when).total_seconds() / 86400)
     return 1.1 - 0.2 * min(age_days / RECENCY_SPAN_DAYS, 1.0)
 
@@ -48,8 +51,8 @@ def temporal_factor(start: datetime | None, end: datetime | None, window: tuple[
     """1.1 inside the query's time window, down to 0.9 at a window's length away or more."""
     if window is None or start is None:
         return 1.0
-    lo, hi = window
-    end = end or start
+    lo, hi = aware(window[0]), aware(window[1])
+    start, end = aware(start), aware(end or start)
     if start < hi and end >= lo:
         return 1.1
     span = max((hi - lo).total_seconds(), 86400.0)

@@ -9,6 +9,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from engram.errors import InvalidInput, PayloadTooLarge
+from engram.store.instants import OutOfCalendar, in_utc
 from engram.types import MemoryItem
 
 MAX_ITEMS = 1000
@@ -48,15 +49,19 @@ def parse_item_timestamp(value: datetime | str | None, field_name: str, now: dat
     if value is None:
         return now
     if isinstance(value, datetime):
-        return value if value.tzinfo else value.replace(tzinfo=UTC)
-    if value == "unset":
+        parsed: datetime | None = value
+    elif value == "unset":
         return None
-    from engram.models.dates import parse_timestamp
+    else:
+        from engram.models.dates import parse_timestamp
 
-    parsed = parse_timestamp(value)
+        parsed = parse_timestamp(value)
     if parsed is None:
         raise InvalidInput(field_name, f"not a date-time: {value!r} (use ISO 8601 or \"unset\")")
-    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+    try:
+        return in_utc(parsed)
+    except OutOfCalendar as exc:
+        raise InvalidInput(field_name, str(exc)) from None
 
 
 def merge_tags(*groups: list[str] | None) -> list[str]:

@@ -11,6 +11,8 @@ from typing import Any
 
 import asyncpg
 
+from engram.store.instants import storable as storable_instant
+
 
 @dataclass
 class UnitRow:
@@ -170,9 +172,10 @@ async def insert_units(conn: asyncpg.Connection, bank_id: str, units: list[UnitR
         [u.fact_type for u in units],
         [u.fact_kind for u in units],
         [_vector_text(u.embedding) for u in units],
-        [u.occurred_start for u in units],
-        [u.occurred_end for u in units],
-        [u.mentioned_at for u in units],
+        # One microsecond inside the calendar: its exact ends would be stored as ±infinity.
+        [storable_instant(u.occurred_start) for u in units],
+        [storable_instant(u.occurred_end) for u in units],
+        [storable_instant(u.mentioned_at) for u in units],
         # JSON travels as text: asyncpg would read a list inside the array as a second dimension.
         [json.dumps(u.tags) for u in units],
         [json.dumps(u.metadata) for u in units],
