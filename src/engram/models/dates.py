@@ -199,7 +199,10 @@ def parse_timestamp(value: str) -> datetime | None:
     try:
         parsed = datetime.fromisoformat(text)
     except ValueError:
-        parsed = _parse_epoch(text) or _parse_written(text)
+        try:
+            parsed = _parse_epoch(text) or _parse_written(text)
+        except (ValueError, OverflowError):  # e.g. an offset of ±24 h or more, a year past 9999
+            return None
     if parsed is None:
         return None
     return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
