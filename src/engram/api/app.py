@@ -93,7 +93,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app = FastAPI(title="Engram", version=__version__, lifespan=lifespan)
     install_error_handlers(app)
     app.add_middleware(RequestTiming)
-    app.add_middleware(RequestLimits, max_body_bytes=settings.max_request_bytes)
+    app.add_middleware(RequestLimits, max_body_bytes=settings.max_request_bytes,
+                       body_read_timeout=settings.body_read_timeout)
     app.add_middleware(ApiKeyAuth, keys=parse_api_keys(settings.api_keys, settings.tenant_api_key))  # outermost
     routers = (health, banks, memories, reflect, documents, entities, consolidation, observations, mental_models,
                directives, templates, operations, metrics)

@@ -6,6 +6,8 @@ from typing import Any
 
 from fastapi import APIRouter, Depends, Query
 
+from engram.api import choices
+from engram.api.choices import choice, one_of
 from engram.api.deps import parse_uuid, require_bank, services
 from engram.errors import NotFound
 from engram.recall.rows import iso
@@ -26,9 +28,11 @@ def _directive(row: Any) -> dict[str, Any]:
 
 @router.get("")
 async def list_directives(
-    bank_id: str, tags: list[str] | None = Query(None), tags_match: str = "any", active_only: bool = True,
-    limit: int = Query(100, ge=1, le=1000), offset: int = Query(0, ge=0), svc: Services = Depends(services),
+    bank_id: str, tags: list[str] | None = Query(None), tags_match: str = choice("any", choices.TAGS_MATCH_SIMPLE),
+    active_only: bool = True, limit: int = Query(100, ge=1, le=1000), offset: int = Query(0, ge=0, le=2**31 - 1),
+    svc: Services = Depends(services),
 ) -> dict[str, Any]:
+    one_of(tags_match, choices.TAGS_MATCH_SIMPLE, "tags_match")
     await require_bank(svc, bank_id)
     rows, total = await store.list_directives(
         svc.pool, bank_id, tags=tags, tags_match=tags_match, active_only=active_only, limit=limit, offset=offset

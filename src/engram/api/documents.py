@@ -6,10 +6,12 @@ from typing import Any
 
 from fastapi import APIRouter, Depends, Query, Request
 
+from engram.api import choices
 from engram.api.auth import bank_access
+from engram.api.choices import choice, one_of
 from engram.api.deps import require_bank, services
 from engram.consolidate.trigger import after_memory_change
-from engram.errors import InvalidInput, NotFound
+from engram.errors import NotFound
 from engram.recall.rows import iso
 from engram.services import Services
 from engram.store import documents as store
@@ -33,14 +35,13 @@ async def list_documents(
     bank_id: str,
     q: str | None = None,
     tags: list[str] | None = Query(None),
-    tags_match: str = "any_strict",
+    tags_match: str = choice("any_strict", choices.TAGS_MATCH),
     limit: int = Query(100, ge=1, le=1000),
     offset: int = Query(0, ge=0, le=2**31 - 1),
     svc: Services = Depends(services),
 ) -> dict[str, Any]:
+    one_of(tags_match, choices.TAGS_MATCH, "tags_match")
     await require_bank(svc, bank_id)
-    if tags_match not in ("any", "all", "any_strict", "all_strict", "exact"):
-        raise InvalidInput("tags_match", "must be one of any, all, any_strict, all_strict, exact")
     rows, total = await store.list_documents(
         svc.pool, bank_id, q=q, tags=tags, tags_match=tags_match, limit=limit, offset=offset
     )

@@ -7,21 +7,24 @@ from typing import Any
 
 from fastapi import APIRouter, Depends, Query
 
+from engram.api import choices
+from engram.api.choices import choice, one_of
 from engram.api.deps import parse_uuid, require_bank, services
-from engram.errors import InvalidInput, NotFound
+from engram.errors import NotFound
 from engram.recall.rows import iso
 from engram.services import Services
 from engram.store import entity_reads as store
 
 router = APIRouter(prefix="/v1/default/banks/{bank_id}", tags=["Entities"])
-TAGS_MATCH = ("any", "all", "any_strict", "all_strict", "exact")
 FACTS_PER_ENTITY = 50
 PARTNERS_PER_ENTITY = 25
+# A graph answer holds at most this many edges (the strongest first): nodes are bounded by `limit`,
+# but edges grow with the square of the nodes.
+MAX_GRAPH_EDGES = 5000
 
 
 def _check_match(tags_match: str) -> None:
-    if tags_match not in TAGS_MATCH:
-        raise InvalidInput("tags_match", f"must be one of {', '.join(TAGS_MATCH)}")
+    one_of(tags_match, choices.TAGS_MATCH, "tags_match")
 
 
 def _entity_item(row: Any) -> dict[str, Any]:
@@ -39,15 +42,16 @@ def _entity_item(row: Any) -> dict[str, Any]:
 async def list_entities(
     bank_id: str,
     q: str | None = Query(None, description="search by name or alias"),
-    sort: str = Query("mentions", description="mentions | name | recent"),
+    sort: str = choice("mentions", choices.ENTITY_SORTS, description="mentions | name | recent"),
     tags: list[str] | None = Query(None),
-    tags_match: str = "any",
+    tags_match: str = choice("any", choices.TAGS_MATCH),
     limit: int = Query(100, ge=1, le=1000),
     offset: int = Query(0, ge=0, le=2**31 - 1),
     svc: Services = Depends(services),
 ) -> dict[str, Any]:
-    await require_bank(svc, bank_id)
     _check_match(tags_match)
+    one_of(sort, choices.ENTITY_SORTS, "sort")
+    await require_bank(svc, bank_id)
     rows, total = await store.list_entities(
         svc.pool, bank_id, q=q, tags=tags, tags_match=tags_match, sort=sort, limit=limit, offset=offset
     )
@@ -60,13 +64,14 @@ async def entity_graph(
     limit: int = Query(1000, ge=1, le=10000),
     min_count: int = Query(1, ge=1, le=2**31 - 1),
     tags: list[str] | None = Query(None),
-    tags_match: str = "any",
+    tags_match: str = choice("any", choices.TAGS_MATCH),
     svc: Services = Depends(services),
 ) -> dict[str, Any]:
     await require_bank(svc, bank_id)
     _check_match(tags_match)
     nodes, edges, total_nodes, total_edges = await store.entity_graph(
-        svc.pool, bank_id, limit=limit, min_count=min_count, tags=tags, tags_match=tags_match
+        svc.pool, bank_id, limit=limit, min_count=min_count, tags=tags, tags_match=tags_match,
+        edge_limit=MAX_GRAPH_EDGES,
     )
     return {
         "nodes": [{"data": {"id": str(n["id"]), "label": n["canonical_name"], "mentionCount": n["mention_count"]}}
@@ -88,7 +93,7 @@ async def get_entity(
     bank_id: str,
     entity_id: str,
     tags: list[str] | None = Query(None),
-    tags_match: str = "any",
+    tags_match: str = choice("any", choices.TAGS_MATCH),
     svc: Services = Depends(services),
 ) -> dict[str, Any]:
     _check_match(tags_match)
@@ -121,20 +126,21 @@ async def get_entity(
 @router.get("/graph")
 async def memory_graph(
     bank_id: str,
-    type: str | None = None,
+    type: str | None = choice(None, choices.FACT_TYPES),
     limit: int = Query(1000, ge=1, le=10000),
     q: str | None = None,
     tags: list[str] | None = Query(None),
-    tags_match: str = "all_strict",
+    tags_match: str = choice("all_strict", choices.TAGS_MATCH),
     document_id: str | None = None,
     chunk_id: str | None = None,
     svc: Services = Depends(services),
 ) -> dict[str, Any]:
-    await require_bank(svc, bank_id)
     _check_match(tags_match)
+    one_of(type, choices.FACT_TYPES, "type")
+    await require_bank(svc, bank_id)
     units, links, total = await store.memory_graph(
         svc.pool, bank_id, fact_type=type, q=q, tags=tags, tags_match=tags_match, document_id=document_id,
-        chunk_id=chunk_id, limit=limit,
+        chunk_id=chunk_id, limit=limit, edge_limit=MAX_GRAPH_EDGES,
     )
     rows = []
     nodes = []

@@ -6,12 +6,27 @@ import logging
 
 import asyncpg
 from fastapi import FastAPI, Request
+from fastapi.encoders import jsonable_encoder
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 
 from engram.errors import EngramError, InvalidInput
 from engram.store.pool import UNAVAILABLE, is_unavailable
 
 log = logging.getLogger("engram.api")
+
+
+def field_of(loc: list | tuple) -> str:
+    """A validation error's location as a field path: `("body", "items", 0, "tags")` is
+    `items[0].tags`, `("query", "limit")` is `limit`; the body as a whole is `body`."""
+    parts = list(loc[1:]) if loc and loc[0] in ("body", "query", "path", "header", "cookie") else list(loc)
+    path = ""
+    for part in parts:
+        if isinstance(part, int):
+            path += f"[{part}]" if path else "body"
+        else:
+            path += f".{part}" if path else str(part)
+    return path or "body"
 
 
 def install_error_handlers(app: FastAPI) -> None:
@@ -23,6 +38,14 @@ def install_error_handlers(app: FastAPI) -> None:
         if isinstance(exc, InvalidInput):
             body["field"] = exc.field
         return JSONResponse(status_code=exc.status, content=body)
+
+    @app.exception_handler(RequestValidationError)
+    async def invalid_request(_: Request, exc: RequestValidationError) -> JSONResponse:
+        # FastAPI's 422 (Hindsight's answer too, so its shape stays), plus the field of the first
+        # error, as every other refusal names it.
+        errors = jsonable_encoder(exc.errors())
+        field = field_of(errors[0].get("loc", ())) if errors else "body"
+        return JSONResponse(status_code=422, content={"detail": errors, "error": "InvalidInput", "field": field})
 
     @app.exception_handler(asyncpg.DataError)
     async def data_error(_: Request, exc: asyncpg.DataError) -> JSONResponse:

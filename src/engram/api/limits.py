@@ -1,52 +1,24 @@
-"""Request limits checked before any handler runs: the body's size (413), and characters PostgreSQL
-text cannot hold — NUL and lone UTF-16 surrogates — refused with a 400 naming the field that holds
-them, rather than failing deep inside a query."""
+"""Request limits checked before any handler runs: the body's size (413) and read time (408), and a
+JSON body's encoding, nesting, numbers and characters PostgreSQL text cannot hold (`json_body`) —
+refused with a 400 naming the field, rather than failing deep inside a handler or a query."""
 
 from __future__ import annotations
 
+import asyncio
 import json
-import re
 from typing import Any
 from urllib.parse import parse_qsl
 
+from engram.api import json_body
 from engram.api.auth import ASGIApp, Receive, Scope, Send
+from engram.api.json_body import unstorable
+
+__all__ = ["DEFAULT_BODY_READ_TIMEOUT", "DEFAULT_MAX_REQUEST_BYTES", "RequestLimits", "unstorable"]
 
 DEFAULT_MAX_REQUEST_BYTES = 10 * 1024 * 1024
-# JSON escapes that decode to NUL or to a surrogate half; a cheap test before parsing anything.
-_SUSPECT_ESCAPE = re.compile(rb"\\u0000|\\u[dD][89a-fA-F]")
-
-
-def unstorable(text: str) -> str | None:
-    """Why PostgreSQL cannot store `text`, or None when it can."""
-    if "\x00" in text:
-        return "contains a NUL character (\\u0000), which cannot be stored"
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return "contains a lone UTF-16 surrogate, which is not valid Unicode"
-    return None
-
-
-def find_unstorable(value: Any) -> tuple[str, str] | None:
-    """The first string (object key or value) in a JSON document that cannot be stored, as
-    (field path like `items[0].metadata.k`, reason)."""
-    stack: list[tuple[str, Any]] = [("", value)]
-    while stack:
-        where, node = stack.pop()
-        if isinstance(node, str):
-            reason = unstorable(node)
-            if reason:
-                return where or "body", reason
-        elif isinstance(node, dict):
-            for key, child in reversed(list(node.items())):
-                path = f"{where}.{key}" if where else str(key)
-                reason = unstorable(key)
-                if reason:
-                    return path, f"key {reason}"
-                stack.append((path, child))
-        elif isinstance(node, list):
-            stack.extend((f"{where}[{i}]", child) for i, child in reversed(list(enumerate(node))))
-    return None
+DEFAULT_BODY_READ_TIMEOUT = 30.0
+# Bodies larger than this are checked on a worker thread, so a big one does not hold the event loop.
+_CHECK_INLINE_BYTES = 64 * 1024
 
 
 def _path_problem(path: str) -> tuple[str, str] | None:
@@ -68,22 +40,37 @@ def _query_problem(query_string: bytes) -> tuple[str, str] | None:
     return None
 
 
-def _body_problem(body: bytes) -> tuple[str, str] | None:
-    if not _SUSPECT_ESCAPE.search(body):
+def _is_json(scope: Scope) -> bool:
+    """Whether the handler will parse the body as JSON: FastAPI does for `application/json`,
+    `application/*+json`, and when no content type is given."""
+    content_type = _header(scope, b"content-type")
+    if content_type is None:
+        return True
+    media = content_type.split(b";")[0].strip().lower()
+    return media == b"application/json" or (media.startswith(b"application/") and media.endswith(b"+json"))
+
+
+async def _body_problem(scope: Scope, body: bytes) -> tuple[str, str] | None:
+    if not body or not _is_json(scope):
         return None
-    try:
-        document = json.loads(body)
-    except (ValueError, RecursionError):
-        return None  # not JSON: the handler answers that
-    return find_unstorable(document)
+    if len(body) <= _CHECK_INLINE_BYTES:
+        return json_body.check(body)
+    return await asyncio.to_thread(json_body.check, body)
 
 
 class RequestLimits:
-    """Buffers the body up to `max_body_bytes` (FastAPI reads it whole anyway) and checks it."""
+    """Buffers the body up to `max_body_bytes` (FastAPI reads it whole anyway) and checks it. The
+    whole body must arrive within `body_read_timeout` seconds: a client that declares more than it
+    sends (or trickles it) gets a 408 and the connection is closed, instead of holding it forever
+    (uvicorn's keep-alive timeout only covers idle connections between requests)."""
 
-    def __init__(self, app: ASGIApp, max_body_bytes: int = DEFAULT_MAX_REQUEST_BYTES) -> None:
+    def __init__(
+        self, app: ASGIApp, max_body_bytes: int = DEFAULT_MAX_REQUEST_BYTES,
+        body_read_timeout: float = DEFAULT_BODY_READ_TIMEOUT,
+    ) -> None:
         self.app = app
         self.max_body_bytes = max_body_bytes
+        self.body_read_timeout = body_read_timeout
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -96,40 +83,59 @@ class RequestLimits:
         if _declared_length(scope) > self.max_body_bytes:
             await self._too_large(send)
             return
-        chunks: list[bytes] = []
-        size = 0
-        while True:
-            message = await receive()
-            if message["type"] == "http.disconnect":
-                return
-            chunk = message.get("body", b"")
-            size += len(chunk)
-            if size > self.max_body_bytes:
-                await self._too_large(send)
-                return
-            chunks.append(chunk)
-            if not message.get("more_body", False):
-                break
-        body = b"".join(chunks)
-        problem = _body_problem(body)
+        body = await self._read_body(scope, receive, send)
+        if body is None:
+            return
+        problem = await _body_problem(scope, body)
         if problem:
             await _answer(send, 400, "InvalidInput", *problem)
             return
         await self.app(scope, _replay(body, receive), send)
+
+    async def _read_body(self, scope: Scope, receive: Receive, send: Send) -> bytes | None:
+        """The whole body, or None when the request was answered (413, 408) or the client left."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.body_read_timeout
+        chunks: list[bytes] = []
+        size = 0
+        while True:
+            try:
+                message = await asyncio.wait_for(receive(), max(deadline - loop.time(), 0))
+            except TimeoutError:
+                declared = _declared_length(scope)
+                expected = f" of the {declared} declared" if declared else ""
+                reason = (f"not received within {self.body_read_timeout:g} s (ENGRAM_BODY_READ_TIMEOUT): "
+                          f"got {size}{expected} bytes")
+                await _answer(send, 408, "RequestTimeout", "body", reason, close=True)
+                return None
+            if message["type"] == "http.disconnect":
+                return None
+            chunk = message.get("body", b"")
+            size += len(chunk)
+            if size > self.max_body_bytes:
+                await self._too_large(send)
+                return None
+            chunks.append(chunk)
+            if not message.get("more_body", False):
+                return b"".join(chunks)
 
     async def _too_large(self, send: Send) -> None:
         limit = f"larger than the limit of {self.max_body_bytes} bytes (ENGRAM_MAX_REQUEST_BYTES)"
         await _answer(send, 413, "PayloadTooLarge", "body", limit)
 
 
-def _declared_length(scope: Scope) -> int:
+def _header(scope: Scope, wanted: bytes) -> bytes | None:
     for name, value in scope.get("headers") or []:
-        if name == b"content-length":
-            try:
-                return int(value)
-            except ValueError:
-                return 0
-    return 0
+        if name == wanted:
+            return value
+    return None
+
+
+def _declared_length(scope: Scope) -> int:
+    try:
+        return int(_header(scope, b"content-length") or 0)
+    except ValueError:
+        return 0
 
 
 def _replay(body: bytes, receive: Receive) -> Receive:
@@ -145,8 +151,10 @@ def _replay(body: bytes, receive: Receive) -> Receive:
     return replay
 
 
-async def _answer(send: Send, status: int, error: str, field: str, reason: str) -> None:
+async def _answer(send: Send, status: int, error: str, field: str, reason: str, *, close: bool = False) -> None:
     body = json.dumps({"detail": f"{field}: {reason}", "error": error, "field": field}).encode()
     headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
+    if close:  # the rest of the body may still come: the connection cannot carry another request
+        headers.append((b"connection", b"close"))
     await send({"type": "http.response.start", "status": status, "headers": headers})
     await send({"type": "http.response.body", "body": body})

@@ -7,6 +7,8 @@ from typing import Any
 
 from fastapi import APIRouter, Depends, Query, Request
 
+from engram.api import choices
+from engram.api.choices import choice, one_of
 from engram.api.deps import parse_uuid, require_bank, services
 from engram.errors import InvalidInput, NotFound
 from engram.models.tokens import count_tokens
@@ -28,6 +30,7 @@ from engram.types import (
 
 router = APIRouter(prefix="/v1/default/banks/{bank_id}", tags=["Memory"])
 MAX_QUERY_TOKENS = 512  # the embedding model reads at most 512 tokens; a longer query is a mistake
+MAX_QUERY_CHARS = 20_000  # checked first: counting the tokens of a megabyte would hold the event loop
 
 
 @router.post("/memories", response_model=RetainResponse, response_model_by_alias=True)
@@ -64,6 +67,8 @@ async def retain(bank_id: str, body: RetainRequest, request: Request, svc: Servi
 async def recall_memories(bank_id: str, body: RecallRequest, svc: Services = Depends(services)) -> RecallResponse:
     if not body.query.strip():
         raise InvalidInput("query", "must not be empty")
+    if len(body.query) > MAX_QUERY_CHARS:
+        raise InvalidInput("query", f"longer than {MAX_QUERY_TOKENS} tokens (over {MAX_QUERY_CHARS} characters)")
     if (tokens := count_tokens(body.query)) > MAX_QUERY_TOKENS:
         raise InvalidInput("query", f"longer than {MAX_QUERY_TOKENS} tokens (got {tokens})")
     return await recall(svc, bank_id, body)
@@ -72,26 +77,27 @@ async def recall_memories(bank_id: str, body: RecallRequest, svc: Services = Dep
 @router.get("/memories/list")
 async def list_memories(
     bank_id: str,
-    type: str | None = None,
+    type: str | None = choice(None, choices.FACT_TYPES),
     q: str | None = None,
     document_id: str | None = None,
     entity_id: str | None = None,
     tags: list[str] | None = Query(None),
-    tags_match: str = "any",
-    consolidation_state: str | None = None,
-    state: str | None = None,
-    time_field: str | None = None,
+    tags_match: str = choice("any", choices.TAGS_MATCH),
+    consolidation_state: str | None = choice(None, choices.CONSOLIDATION_STATES),
+    state: str | None = choice(None, choices.MEMORY_STATES),
+    time_field: str | None = choice(None, choices.MEMORY_TIME_FIELDS),
     start_date: str | None = None,
     end_date: str | None = None,
     limit: int = Query(100, ge=1, le=1000),
     offset: int = Query(0, ge=0, le=2**31 - 1),
     svc: Services = Depends(services),
 ) -> dict[str, Any]:
+    one_of(type, choices.FACT_TYPES, "type")
+    one_of(tags_match, choices.TAGS_MATCH, "tags_match")
+    one_of(consolidation_state, choices.CONSOLIDATION_STATES, "consolidation_state")
+    one_of(state, choices.MEMORY_STATES, "state")
+    one_of(time_field, choices.MEMORY_TIME_FIELDS, "time_field")
     await require_bank(svc, bank_id)
-    if tags_match not in ("any", "all", "any_strict", "all_strict", "exact"):
-        raise InvalidInput("tags_match", "must be one of any, all, any_strict, all_strict, exact")
-    if type is not None and type not in ("world", "experience", "observation"):
-        raise InvalidInput("type", "must be one of world, experience, observation")
     filters = store.ListFilters(
         fact_type=type, q=q, document_id=document_id,
         entity_id=parse_uuid(entity_id, "entity_id", missing_is_404=False) if entity_id else None,
@@ -122,10 +128,11 @@ async def get_memory(bank_id: str, memory_id: str, svc: Services = Depends(servi
 
 
 @router.delete("/memories", response_model=DeleteResponse)
-async def clear_memories(bank_id: str, type: str | None = None, svc: Services = Depends(services)) -> DeleteResponse:
+async def clear_memories(
+    bank_id: str, type: str | None = choice(None, choices.FACT_TYPES), svc: Services = Depends(services)
+) -> DeleteResponse:
+    one_of(type, choices.FACT_TYPES, "type")
     await require_bank(svc, bank_id)
-    if type is not None and type not in ("world", "experience", "observation"):
-        raise InvalidInput("type", "must be one of world, experience, observation")
     deleted = await store.clear_units(svc.pool, bank_id, type)
     return DeleteResponse(success=True, message=f"deleted {deleted} memories", deleted_count=deleted)
 
@@ -134,11 +141,12 @@ async def clear_memories(bank_id: str, type: str | None = None, svc: Services = 
 async def list_tags(
     bank_id: str,
     q: str | None = None,
-    source: str = "memories",
+    source: str = choice("memories", choices.TAG_SOURCES),
     limit: int = Query(100, ge=1, le=1000),
     offset: int = Query(0, ge=0, le=2**31 - 1),
     svc: Services = Depends(services),
 ) -> dict[str, Any]:
+    one_of(source, choices.TAG_SOURCES, "source")
     await require_bank(svc, bank_id)
     rows, total = await store.list_tags(svc.pool, bank_id, q=q, source=source, limit=limit, offset=offset)
     return {"items": [{"tag": r["tag"], "count": r["count"]} for r in rows], "total": total,

@@ -9,8 +9,10 @@ from typing import Any
 
 from fastapi import APIRouter, Body, Depends, Query
 
+from engram.api import choices
+from engram.api.choices import choice, one_of
 from engram.api.deps import require_bank, services
-from engram.errors import Conflict, NotFound
+from engram.errors import Conflict, LLMNotConfigured, NotFound
 from engram.recall.rows import iso
 from engram.reflect.mental_models import schedule_refresh, validate_trigger
 from engram.services import Services
@@ -50,10 +52,14 @@ async def _get(svc: Services, bank_id: str, model_id: str) -> Any:
 
 @router.get("")
 async def list_models(
-    bank_id: str, tags: list[str] | None = Query(None), tags_match: str = "any", detail: str = "metadata",
-    limit: int = Query(100, ge=1, le=1000), offset: int = Query(0, ge=0), exclude_knowledge_pages: bool = False,
-    svc: Services = Depends(services),
+    bank_id: str, tags: list[str] | None = Query(None),
+    tags_match: str = choice("any", choices.TAGS_MATCH_SIMPLE),
+    detail: str = choice("metadata", choices.MENTAL_MODEL_DETAILS),
+    limit: int = Query(100, ge=1, le=1000), offset: int = Query(0, ge=0, le=2**31 - 1),
+    exclude_knowledge_pages: bool = False, svc: Services = Depends(services),
 ) -> dict[str, Any]:
+    one_of(tags_match, choices.TAGS_MATCH_SIMPLE, "tags_match")
+    one_of(detail, choices.MENTAL_MODEL_DETAILS, "detail")
     await require_bank(svc, bank_id)
     rows, total = await store.list_mental_models(
         svc.pool, bank_id, tags=tags, tags_match=tags_match, limit=limit, offset=offset
@@ -65,6 +71,8 @@ async def list_models(
 @router.post("")
 async def create_model(bank_id: str, body: CreateMentalModelRequest, svc: Services = Depends(services)) -> dict[str, Any]:
     validate_trigger(body.trigger)
+    if svc.llm is None:  # refused before anything is stored: a retry must not find the model half made
+        raise LLMNotConfigured("creating a mental model (its first refresh)")
     await ensure_bank(svc.pool, bank_id)
     model_id = body.id or uuid.uuid4().hex
     row = await store.insert_mental_model(
@@ -79,7 +87,11 @@ async def create_model(bank_id: str, body: CreateMentalModelRequest, svc: Servic
 
 
 @router.get("/{model_id}")
-async def get_model(bank_id: str, model_id: str, detail: str = "full", svc: Services = Depends(services)) -> dict[str, Any]:
+async def get_model(
+    bank_id: str, model_id: str, detail: str = choice("full", choices.MENTAL_MODEL_DETAILS),
+    svc: Services = Depends(services),
+) -> dict[str, Any]:
+    one_of(detail, choices.MENTAL_MODEL_DETAILS, "detail")
     return _model(await _get(svc, bank_id, model_id), with_content=detail != "metadata")
 
 

@@ -7,6 +7,8 @@ from typing import Any
 
 from fastapi import APIRouter, Depends, Query, Request
 
+from engram.api import choices
+from engram.api.choices import choice, one_of
 from engram.api.deps import parse_uuid, require_bank, services
 from engram.errors import Conflict, NotFound
 from engram.recall.rows import iso
@@ -38,13 +40,14 @@ def _summary(row: Any) -> dict[str, Any]:
 @router.get("")
 async def list_operations(
     bank_id: str,
-    status: str | None = None,
+    status: str | None = choice(None, choices.OPERATION_STATUSES),
     type: str | None = None,
     limit: int = Query(20, ge=1, le=1000),
     offset: int = Query(0, ge=0, le=2**31 - 1),
     exclude_parents: bool = False,
     svc: Services = Depends(services),
 ) -> dict[str, Any]:
+    one_of(status, choices.OPERATION_STATUSES, "status")
     await require_bank(svc, bank_id)
     rows, total = await store.list_for_bank(
         svc.pool, bank_id, status=status, operation_type=type, limit=limit, offset=offset

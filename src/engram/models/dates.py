@@ -188,6 +188,10 @@ _TIME_OF_DAY = re.compile(
     re.IGNORECASE,
 )
 _ZONE = re.compile(r"\s*(?:(?P<utc>Z|UTC|GMT)\b|(?P<sign>[+-])(?P<hours>[0-9]{2}):?(?P<minutes>[0-9]{2})\b)?")
+# A time followed by an offset of 24 hours or more, which no clock has.
+_OFFSET_OUT_OF_RANGE = re.compile(
+    r"\d:[0-5][0-9](?::[0-5][0-9](?:[.,][0-9]+)?)?\s*[+-](?:2[4-9]|[3-9][0-9]):?[0-9]{2}$"
+)
 _EPOCH = re.compile(r"[0-9]{9,10}(?:\.[0-9]+)?|[0-9]{12,13}")
 _DATE_RULES = tuple(rule for rule in RULES if rule.absolute and rule.day_precise) + tuple(
     rule for rule in RULES if rule.name == "month_year"
@@ -205,7 +209,12 @@ def parse_timestamp(value: str) -> datetime | None:
     try:
         parsed = datetime.fromisoformat(text)
     except ValueError:
-        parsed = _parse_epoch(text) or _parse_written(text)
+        if _OFFSET_OUT_OF_RANGE.search(text):  # not a moment; reading only its date would be a guess
+            return None
+        try:
+            parsed = _parse_epoch(text) or _parse_written(text)
+        except (ValueError, OverflowError):  # e.g. an offset of ±24 h or more, a year past 9999
+            return None
     if parsed is None:
         return None
     return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)

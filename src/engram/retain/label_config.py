@@ -14,6 +14,10 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 LabelType = Literal["value", "multi-values", "text", "map"]
 ENUM_TYPES = ("value", "multi-values")
 MAX_DEPTH = 4
+# Every fact is matched against every value, and the vocabulary goes into extraction prompts.
+MAX_GROUPS = 64
+MAX_VALUES = 256  # per group or field
+MAX_FIELDS = 32  # per map
 
 
 class LabelValue(BaseModel):
@@ -46,6 +50,10 @@ class LabelGroup(BaseModel):
 def _shape_problem(where: str, kind: str, values: list[LabelValue], fields: dict[str, LabelField] | None,
                    depth: int) -> str | None:
     """What is wrong with one group or field's shape, or None."""
+    if len(values) > MAX_VALUES:
+        return f"{where}.values: at most {MAX_VALUES} values (got {len(values)})"
+    if fields and len(fields) > MAX_FIELDS:
+        return f"{where}.fields: at most {MAX_FIELDS} fields (got {len(fields)})"
     if kind in ENUM_TYPES:
         if not values:
             return f"{where}.values: a '{kind}' label needs at least one allowed value"
@@ -74,6 +82,8 @@ def parse_label_groups(raw: Any, where: str = "entity_labels") -> list[LabelGrou
     """Validate a config value; raises ValueError naming the offending entry."""
     if not isinstance(raw, list):
         raise ValueError(f"{where}: must be a list of label groups")
+    if len(raw) > MAX_GROUPS:
+        raise ValueError(f"{where}: at most {MAX_GROUPS} label groups (got {len(raw)})")
     groups: list[LabelGroup] = []
     seen: set[str] = set()
     for index, entry in enumerate(raw):

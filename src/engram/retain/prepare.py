@@ -14,6 +14,11 @@ from engram.types import MemoryItem
 
 MAX_ITEMS = 1000
 MAX_CONTENT_CHARS = 2_000_000
+# Per item: each bounds work that grows with the list (entities pair up into co-occurrences,
+# explicit observation scopes each consolidate on their own).
+MAX_ENTITIES_PER_ITEM = 50
+MAX_TAGS_PER_ITEM = 100
+MAX_SCOPES_PER_ITEM = 32
 
 
 @dataclass
@@ -73,6 +78,19 @@ def merge_tags(*groups: list[str] | None) -> list[str]:
     return list(merged)
 
 
+def _at_most(values: list[Any] | None, limit: int, field_name: str, what: str) -> None:
+    if values is not None and len(values) > limit:
+        raise PayloadTooLarge(field_name, f"at most {limit} {what} (got {len(values)})")
+
+
+def _check_list_sizes(item: MemoryItem, where: str, document_tags: list[str] | None) -> None:
+    _at_most(item.entities, MAX_ENTITIES_PER_ITEM, f"{where}.entities", "entities per item")
+    _at_most(item.tags, MAX_TAGS_PER_ITEM, f"{where}.tags", "tags per item")
+    _at_most(document_tags, MAX_TAGS_PER_ITEM, "document_tags", "document tags")
+    if isinstance(item.observation_scopes, list):
+        _at_most(item.observation_scopes, MAX_SCOPES_PER_ITEM, f"{where}.observation_scopes", "scopes per item")
+
+
 def prepare_items(items: list[MemoryItem], document_tags: list[str] | None) -> list[PreparedItem]:
     if not items:
         raise InvalidInput("items", "at least one item is required")
@@ -87,6 +105,7 @@ def prepare_items(items: list[MemoryItem], document_tags: list[str] | None) -> l
             raise InvalidInput(f"{where}.content", "must not be empty")
         if len(text) > MAX_CONTENT_CHARS:
             raise PayloadTooLarge(f"{where}.content", f"longer than {MAX_CONTENT_CHARS} characters (got {len(text)})")
+        _check_list_sizes(item, where, document_tags)
         prepared.append(
             PreparedItem(
                 index=index,

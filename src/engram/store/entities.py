@@ -165,14 +165,26 @@ async def trigram_candidates(
     return found
 
 
-async def cooccurrence_partners(conn: asyncpg.Connection, entity_ids: list[uuid.UUID]) -> dict[uuid.UUID, set[uuid.UUID]]:
+# Partners read per candidate entity when scoring a match: the most frequent ones. A popular entity
+# can co-occur with thousands; reading them all would make every retain mentioning it slow.
+MAX_PARTNERS = 200
+
+
+async def cooccurrence_partners(
+    conn: asyncpg.Connection, entity_ids: list[uuid.UUID]
+) -> dict[uuid.UUID, set[uuid.UUID]]:
     rows = await conn.fetch(
         """
-        SELECT entity_a AS id, entity_b AS partner FROM entity_cooccurrences WHERE entity_a = ANY($1::uuid[])
-        UNION ALL
-        SELECT entity_b, entity_a FROM entity_cooccurrences WHERE entity_b = ANY($1::uuid[])
+        SELECT id, partner FROM (
+            SELECT id, partner, row_number() OVER (PARTITION BY id ORDER BY count DESC, partner) AS rank
+            FROM (SELECT entity_a AS id, entity_b AS partner, count FROM entity_cooccurrences
+                  WHERE entity_a = ANY($1::uuid[])
+                  UNION ALL
+                  SELECT entity_b, entity_a, count FROM entity_cooccurrences WHERE entity_b = ANY($1::uuid[])) pairs
+        ) ranked WHERE rank <= $2
         """,
         entity_ids,
+        MAX_PARTNERS,
     )
     partners: dict[uuid.UUID, set[uuid.UUID]] = {}
     for row in rows:

@@ -91,9 +91,11 @@ async def cooccurring(conn: Conn, entity_id: uuid.UUID, limit: int) -> list[asyn
 
 
 async def entity_graph(
-    conn: Conn, bank_id: str, *, limit: int, min_count: int, tags: list[str] | None, tags_match: str
+    conn: Conn, bank_id: str, *, limit: int, min_count: int, tags: list[str] | None, tags_match: str,
+    edge_limit: int,
 ) -> tuple[list[asyncpg.Record], list[asyncpg.Record], int, int]:
-    """The `limit` most mentioned entities and the co-occurrence edges among them (count ≥ min_count)."""
+    """The `limit` most mentioned entities and the `edge_limit` strongest co-occurrence edges among them
+    (count ≥ min_count); the totals count every node and edge."""
     params = SqlParams()
     scope = _tag_scope(params, tags, tags_match)
     bank = params.add(bank_id)
@@ -111,19 +113,21 @@ async def entity_graph(
         SELECT entity_a, entity_b, count, last_cooccurred, count(*) OVER () AS total
         FROM entity_cooccurrences
         WHERE entity_a = ANY($1::uuid[]) AND entity_b = ANY($1::uuid[]) AND count >= $2
-        ORDER BY count DESC
+        ORDER BY count DESC, entity_a, entity_b LIMIT $3
         """,
         ids,
         min_count,
+        edge_limit,
     )
     return nodes, edges, (nodes[0]["total"] if nodes else 0), (edges[0]["total"] if edges else 0)
 
 
 async def memory_graph(
     conn: Conn, bank_id: str, *, fact_type: str | None, q: str | None, tags: list[str] | None, tags_match: str,
-    document_id: str | None, chunk_id: str | None, limit: int,
+    document_id: str | None, chunk_id: str | None, limit: int, edge_limit: int,
 ) -> tuple[list[asyncpg.Record], list[asyncpg.Record], int]:
-    """Memory units (newest first) with the links among them, including shared-entity edges."""
+    """Memory units (newest first) with at most `edge_limit` links among them: stored links first, then
+    shared-entity edges (units sharing a popular entity pair up quadratically, so the limit matters)."""
     params = SqlParams()
     parts = [f"m.bank_id = {params.add(bank_id)}"]
     if fact_type:
@@ -157,7 +161,9 @@ async def memory_graph(
         FROM unit_entities a JOIN unit_entities b ON a.entity_id = b.entity_id AND a.unit_id < b.unit_id
         JOIN entities e ON e.id = a.entity_id
         WHERE a.unit_id = ANY($1::uuid[]) AND b.unit_id = ANY($1::uuid[])
+        LIMIT $2
         """,
         ids,
+        edge_limit,
     )
     return units, links, (units[0]["total"] if units else 0)

@@ -14,6 +14,9 @@ from engram.store.observations import forget_sources, reset_sources
 from engram.store.sql import SqlParams, like_pattern, tags_condition
 from engram.store.tx import Conn, transaction
 
+# The time columns a list may filter on (`time_field`); the default is the fact's best-known time.
+TIME_COLUMNS = ("created_at", "updated_at", "mentioned_at", "occurred_start", "occurred_end")
+
 ENTITY_NAMES = """ARRAY(SELECT e.canonical_name FROM unit_entities ue JOIN entities e ON e.id = ue.entity_id
                      WHERE ue.unit_id = m.id ORDER BY e.canonical_name) AS entity_names"""
 
@@ -26,9 +29,9 @@ class ListFilters:
     entity_id: uuid.UUID | None = None
     tags: list[str] | None = None
     tags_match: str = "any"
-    consolidation_state: str | None = None  # pending | consolidated | failed
+    consolidation_state: str | None = None  # pending | done (or consolidated) | failed
     state: str | None = None
-    time_field: str | None = None  # occurred | mentioned | created
+    time_field: str | None = None  # a column: created_at, updated_at, mentioned_at, occurred_start, occurred_end
     start_date: datetime | None = None
     end_date: datetime | None = None
 
@@ -52,12 +55,12 @@ class ListFilters:
             parts.append(f"m.state = {params.add(self.state)}")
         if self.consolidation_state == "pending":
             parts.append("m.consolidated_at IS NULL AND m.consolidation_failed_at IS NULL")
-        elif self.consolidation_state == "consolidated":
+        elif self.consolidation_state in ("done", "consolidated"):
             parts.append("m.consolidated_at IS NOT NULL")
         elif self.consolidation_state == "failed":
             parts.append("m.consolidation_failed_at IS NOT NULL AND m.consolidated_at IS NULL")
-        column = {"occurred": "m.occurred_start", "mentioned": "m.mentioned_at"}.get(
-            self.time_field or "", "coalesce(m.occurred_start, m.mentioned_at, m.created_at)"
+        column = f"m.{self.time_field}" if self.time_field in TIME_COLUMNS else (
+            "coalesce(m.occurred_start, m.mentioned_at, m.created_at)"
         )
         if self.start_date:
             parts.append(f"{column} >= {params.add(self.start_date)}")
@@ -204,7 +207,7 @@ async def clear_observations_of(conn: asyncpg.Connection, bank_id: str, unit_id:
 async def list_tags(
     conn: Conn, bank_id: str, *, q: str | None, source: str, limit: int, offset: int
 ) -> tuple[list[asyncpg.Record], int]:
-    table = "documents" if source == "documents" else "memory_units"
+    table = {"mental_models": "mental_models", "documents": "documents"}.get(source, "memory_units")
     rows = await conn.fetch(
         f"""
         SELECT tag, count(*) AS count, count(*) OVER () AS total

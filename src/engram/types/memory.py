@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, Literal, Union
+from typing import Annotated, Any, Literal, Union
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StrictBool, field_validator
 
+INT32_MAX = 2**31 - 1  # PostgreSQL `integer` columns (priorities, token budgets stored with a model)
 FactType = Literal["world", "experience", "observation"]
 TagsMatch = Literal["any", "all", "any_strict", "all_strict", "exact"]
 Budget = Literal["low", "mid", "high"]
@@ -43,6 +44,33 @@ TagGroup = Union[TagGroupLeaf, TagGroupAnd, TagGroupOr, TagGroupNot]
 for _model in (TagGroupAnd, TagGroupOr, TagGroupNot):
     _model.model_rebuild()
 
+MAX_TAG_GROUP_DEPTH = 8
+MAX_TAG_GROUP_NODES = 256  # groups and leaves together: each becomes a condition of the SQL
+
+
+def _bounded_tag_groups(groups: list[TagGroup]) -> list[TagGroup]:
+    """Refuses tag groups nested deeper or larger than the limits (a 400, raised past pydantic so
+    it keeps its status and field)."""
+    from engram.errors import InvalidInput
+
+    stack: list[tuple[TagGroup, int]] = [(group, 1) for group in groups]
+    nodes = 0
+    while stack:
+        group, depth = stack.pop()
+        nodes += 1
+        if depth > MAX_TAG_GROUP_DEPTH:
+            raise InvalidInput("tag_groups", f"nested deeper than {MAX_TAG_GROUP_DEPTH} levels")
+        if nodes > MAX_TAG_GROUP_NODES:
+            raise InvalidInput("tag_groups", f"more than {MAX_TAG_GROUP_NODES} groups and leaves")
+        children = getattr(group, "and_", None) or getattr(group, "or_", None) or []
+        if isinstance(group, TagGroupNot):
+            children = [group.not_]
+        stack.extend((child, depth + 1) for child in children)
+    return groups
+
+
+TagGroups = Annotated[list[TagGroup], AfterValidator(_bounded_tag_groups)]
+
 
 # --- banks ------------------------------------------------------------------------------------
 
@@ -68,12 +96,12 @@ class CreateBankRequest(Model):
     retain_chunk_size: int | None = Field(None, gt=0)
     retain_structured_chunk_size: int | None = Field(None, gt=0)
     retain_max_attachments_per_chunk: int | None = None
-    enable_observations: bool | None = None
+    enable_observations: StrictBool | None = None
     observations_mission: str | None = None
-    enable_text_search: bool | None = None
-    enable_temporal_retrieval: bool | None = None
-    enable_graph_retrieval: bool | None = None
-    enable_reranking: bool | None = None
+    enable_text_search: StrictBool | None = None
+    enable_temporal_retrieval: StrictBool | None = None
+    enable_graph_retrieval: StrictBool | None = None
+    enable_reranking: StrictBool | None = None
 
 
 class BankProfileResponse(Model):
@@ -136,7 +164,7 @@ class MemoryItem(Model):
     metadata: dict[str, str] | None = None
     document_id: str | None = None
     entities: list[EntityInput] | None = None
-    resolve_entities: bool = True
+    resolve_entities: StrictBool = True
     tags: list[str] | None = None
     observation_scopes: ObservationScopes | None = None
     strategy: str | None = None
@@ -153,7 +181,7 @@ class MemoryItem(Model):
 
 class RetainRequest(Model):
     items: list[MemoryItem]
-    async_: bool = Field(False, alias="async")
+    async_: StrictBool = Field(False, alias="async")
     document_tags: list[str] | None = None
     operation_id: str | None = None
 
@@ -214,15 +242,15 @@ class TemporalWindow(Model):
 class RecallRequest(Model):
     query: str
     types: list[FactType] | None = None
-    prefer_observations: bool | None = None
+    prefer_observations: StrictBool | None = None
     budget: Budget = "mid"
     max_tokens: int = Field(4096, ge=1)
-    trace: bool = False
+    trace: StrictBool = False
     query_timestamp: datetime | None = None
     include: IncludeOptions = Field(default_factory=IncludeOptions)
     tags: list[str] | None = None
     tags_match: TagsMatch = "any"
-    tag_groups: list[TagGroup] | None = None
+    tag_groups: TagGroups | None = None
     min_scores: MinScores | None = None
     temporal_window: TemporalWindow | None = None
 

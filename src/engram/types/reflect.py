@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import Field
+from pydantic import Field, StrictBool
 
-from engram.types.memory import Budget, FactType, Model, TagGroup, TagsMatch, TokenUsage
+from engram.types.memory import INT32_MAX, Budget, FactType, Model, TagGroups, TagsMatch, TokenUsage
 
 
 class FactsIncludeOptions(Model):
@@ -14,7 +14,7 @@ class FactsIncludeOptions(Model):
 
 
 class ToolCallsIncludeOptions(Model):
-    output: bool = True
+    output: StrictBool = True
 
 
 class ReflectIncludeOptions(Model):
@@ -31,13 +31,13 @@ class ReflectRequest(Model):
     response_schema: dict[str, Any] | None = None
     tags: list[str] | None = None
     tags_match: TagsMatch = "any"
-    tag_groups: list[TagGroup] | None = None
-    apply_all_directives: bool = False
+    tag_groups: TagGroups | None = None
+    apply_all_directives: StrictBool = False
     fact_types: list[FactType] | None = None
-    exclude_mental_models: bool = False
+    exclude_mental_models: StrictBool = False
     exclude_mental_model_ids: list[str] | None = None
     reflect_search_observations_max_tokens: int | None = None
-    reflect_search_observations_include_entities: bool | None = None
+    reflect_search_observations_include_entities: StrictBool | None = None
 
 
 class ReflectFact(Model):
@@ -102,22 +102,22 @@ class ReflectResponse(Model):
 class MentalModelTrigger(Model):
     budget: Budget | None = None
     mode: Literal["full", "delta"] = "full"
-    refresh_after_consolidation: bool = False
+    refresh_after_consolidation: StrictBool = False
     refresh_cron: str | None = None
     full_refresh_cron: str | None = None
     min_refresh_interval_seconds: int | None = None
     fact_types: list[FactType] | None = None
-    exclude_mental_models: bool = False
+    exclude_mental_models: StrictBool = False
     exclude_mental_model_ids: list[str] | None = None
     tags_match: TagsMatch | None = None
-    tag_groups: list[TagGroup] | None = None
-    include_chunks: bool | None = None
+    tag_groups: TagGroups | None = None
+    include_chunks: StrictBool | None = None
     recall_max_tokens: int | None = None
     recall_chunks_max_tokens: int | None = None
     reflect_search_observations_max_tokens: int | None = None
-    reflect_search_observations_include_entities: bool | None = None
+    reflect_search_observations_include_entities: StrictBool | None = None
     response_schema: dict[str, Any] | None = None
-    keep_trace: bool = False
+    keep_trace: StrictBool = False
 
 
 class CreateMentalModelRequest(Model):
@@ -125,14 +125,14 @@ class CreateMentalModelRequest(Model):
     name: str = Field(min_length=1)
     source_query: str = Field(min_length=1)
     tags: list[str] = Field(default_factory=list)
-    max_tokens: int = Field(2048, ge=1)
+    max_tokens: int = Field(2048, ge=1, le=INT32_MAX)
     trigger: MentalModelTrigger = Field(default_factory=MentalModelTrigger)
 
 
 class UpdateMentalModelRequest(Model):
     name: str | None = None
     source_query: str | None = None
-    max_tokens: int | None = Field(None, ge=1)
+    max_tokens: int | None = Field(None, ge=1, le=INT32_MAX)
     tags: list[str] | None = None
     trigger: MentalModelTrigger | None = None
 
@@ -140,14 +140,14 @@ class UpdateMentalModelRequest(Model):
 class CreateDirectiveRequest(Model):
     name: str = Field(min_length=1)
     content: str = Field(min_length=1)
-    priority: int = 0
-    is_active: bool = True
+    priority: int = Field(0, ge=-INT32_MAX - 1, le=INT32_MAX)
+    is_active: StrictBool = True
     tags: list[str] = Field(default_factory=list)
 
 
 class UpdateDirectiveRequest(Model):
     name: str | None = None
     content: str | None = None
-    priority: int | None = None
-    is_active: bool | None = None
+    priority: int | None = Field(None, ge=-INT32_MAX - 1, le=INT32_MAX)
+    is_active: StrictBool | None = None
     tags: list[str] | None = None
