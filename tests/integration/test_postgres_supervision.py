@@ -118,3 +118,31 @@ def test_a_crashed_server_does_not_keep_postgres_running(home: Path, bank_id: st
         assert running_server(home / "pg") is None, "the crashed server's registration did not count"
     finally:
         survivor.stop()
+
+
+def test_with_two_servers_on_a_home_one_starts_the_killed_postmaster_and_the_other_joins_it(
+    home: Path, bank_id: str
+) -> None:
+    servers = [serve(home, "home-racer-a"), serve(home, "home-racer-b")]
+    clients = [server.client() for server in servers]
+    lines = ["Lucia ground flour at the water mill.", "Lucia sold the flour in Brasov."]
+    try:
+        assert retain(clients[0], bank_id, lines[0]).status_code == 200
+        killed = postmaster(home).pid
+        os.kill(killed, signal.SIGKILL)
+        for http in clients:
+            wait_for(lambda http=http: status(http, "/health") == 200, "every server to be healthy again", 90)
+        assert postmaster(home).pid != killed
+        assert retain(clients[1], bank_id, lines[1]).status_code == 200
+        assert facts(clients[0], bank_id) == lines
+        wait_for(lambda: all("the embedded PostgreSQL is back" in server.log() for server in servers),
+                 "both supervisors to report the server back", 30)
+        logs = [server.log() for server in servers]
+        assert sum("started by this process" in log for log in logs) == 1, "exactly one of them started it"
+        assert sum("started by another process" in log for log in logs) == 1
+    finally:
+        for http in clients:
+            http.close()
+        for server in servers:
+            server.stop()
+    assert running_server(home / "pg") is None
