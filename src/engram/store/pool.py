@@ -16,6 +16,7 @@ from engram.store.migrate import apply_migrations
 if TYPE_CHECKING:
     from engram.settings import Settings
     from engram.store.embedded import EmbeddedPostgres
+    from engram.store.supervisor import PostgresSupervisor
 
 log = logging.getLogger("engram.store")
 
@@ -58,13 +59,17 @@ def _loads(text: str) -> object:
 
 @dataclass
 class Store:
-    """A migrated database and its pool. `embedded` is set when Engram started PostgreSQL itself."""
+    """A migrated database and its pool. `embedded` is set when Engram started PostgreSQL itself, and
+    `supervisor` then restarts it if it dies."""
 
     pool: asyncpg.Pool
     dsn: str
     embedded: EmbeddedPostgres | None = None
+    supervisor: PostgresSupervisor | None = None
 
     async def close(self) -> None:
+        if self.supervisor is not None:
+            await self.supervisor.stop()
         await self.pool.close()
         if self.embedded is not None:
             self.embedded.stop()
@@ -101,7 +106,13 @@ async def open_store(settings: Settings, *, min_size: int = 2, max_size: int = 2
         dsn, min_size=min_size, max_size=max_size, init=_init_connection, command_timeout=300,
         server_settings=SESSION_SETTINGS,
     )
-    return Store(pool=pool, dsn=dsn, embedded=embedded)
+    store = Store(pool=pool, dsn=dsn, embedded=embedded)
+    if embedded is not None:
+        from engram.store.supervisor import PostgresSupervisor
+
+        store.supervisor = PostgresSupervisor(embedded, pool)
+        store.supervisor.start()
+    return store
 
 
 # What a database that is restarting, shutting down or out of reach raises.
@@ -113,16 +124,30 @@ UNAVAILABLE = (
 )
 
 
+# What asyncpg's InterfaceError says when the connection or the pool under an operation is gone, e.g.
+# "cannot call Transaction.rollback(): the underlying connection is closed" after the server went away
+# mid-transaction, or "pool is closing" during shutdown. Other InterfaceErrors are misuse: a 500.
+_GONE = ("connection is closed", "connection was closed", "pool is closing", "pool is closed")
+
+
 def is_unavailable(exc: BaseException) -> bool:
     """Whether `exc` says the database cannot be reached right now (worth retrying later): asyncpg's
-    connection errors, or an OS error (refused, no socket, timeout) raised while asyncpg connected."""
+    connection errors, an InterfaceError about a closed connection or pool, an OS error (refused, no
+    socket, timeout) raised while asyncpg connected, or an InterfaceError raised while handling one."""
     if isinstance(exc, UNAVAILABLE):
         return True
-    if isinstance(exc, OSError):
-        import traceback
+    if isinstance(exc, asyncpg.InterfaceError):
+        if any(words in str(exc) for words in _GONE):
+            return True
+        cause = exc.__cause__ or exc.__context__
+        return cause is not None and cause is not exc and is_unavailable(cause)
+    return isinstance(exc, OSError) and _raised_in_asyncpg(exc)
 
-        return any("asyncpg" in frame.filename for frame in traceback.extract_tb(exc.__traceback__))
-    return False
+
+def _raised_in_asyncpg(exc: BaseException) -> bool:
+    import traceback
+
+    return any("asyncpg" in frame.filename for frame in traceback.extract_tb(exc.__traceback__))
 
 
 def redact_dsn(dsn: str) -> str:

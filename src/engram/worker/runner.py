@@ -56,8 +56,11 @@ class Worker:
         while not self._stopping:
             try:
                 ran = await self.run_one()
-            except Exception:  # the database may be restarting: keep the worker alive
-                log.exception("worker slot %d: claiming failed", slot)
+            except Exception as exc:  # the database may be restarting: keep the worker alive
+                if is_unavailable(exc):  # expected while it restarts: one line, not a traceback per poll
+                    log.warning("worker slot %d: the database is unavailable (%s: %s)", slot, type(exc).__name__, exc)
+                else:
+                    log.exception("worker slot %d: claiming failed", slot)
                 ran = False
             if ran:
                 continue
