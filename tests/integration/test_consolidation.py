@@ -71,6 +71,7 @@ def observations(http: httpx.Client, bank_id: str) -> list[dict]:
 
 def test_refine_contradict_and_something_new(http: httpx.Client, llm: ScriptedLLM, bank_id: str) -> None:
     script = Script(llm)
+    shown_to_dog: list[str | None] = []
 
     def decide(request):
         if handle := fact_line(request, REACT):
@@ -81,12 +82,13 @@ def test_refine_contradict_and_something_new(http: httpx.Client, llm: ScriptedLL
                                  "text": "The user consistently prefers React for frontend development",
                                  "evidence": [{"fact": handle, "quote": "enjoyed it"}]}]}
         if handle := fact_line(request, VUE):
-            return {"updates": [{"observation": observation_handle(request, "React"),
-                                 "text": "The user used to prefer React but switched to Vue in March 2024",
-                                 "evidence": [{"fact": handle, "quote": "switched to Vue in March 2024"}],
-                                 "reason": "change of preference"}]}
+            # A model that overwrites: it deletes the contradicted belief and creates a new one. The engine
+            # refines instead: the create becomes a rewrite of the old observation, history kept.
+            return {"deletes": [{"observation": observation_handle(request, "React"), "reason": "now prefers Vue"}],
+                    "creates": [{"text": "The user used to prefer React but switched to Vue in March 2024",
+                                 "evidence": [{"fact": handle, "quote": "switched to Vue in March 2024"}]}]}
         if handle := fact_line(request, DOG):
-            assert observation_handle(request, "Vue") is None or True
+            shown_to_dog.append(observation_handle(request, "Vue"))
             return {"creates": [{"text": "The user has a dog named Biscuit",
                                  "evidence": [{"fact": handle, "quote": "adopted a dog named Biscuit"}]}]}
         return {}
@@ -105,7 +107,10 @@ def test_refine_contradict_and_something_new(http: httpx.Client, llm: ScriptedLL
     assert [h["text"] for h in history] == ["The user prefers React for frontend development"]
 
     retain_and_settle(http, bank_id, VUE)  # contradict
+    contradiction = [r for r in llm.requests if r.schema_name == "ConsolidationActions"][-1].system_prompt
+    assert "do NOT\n  delete it" in contradiction, "the prompt tells the LLM a change of state is no reason to delete"
     (evolved,) = observations(http, bank_id)
+    assert evolved["id"] == first["id"], "the contradicted observation is refined, not deleted and replaced"
     assert evolved["text"] == "The user used to prefer React but switched to Vue in March 2024"
     assert evolved["proof_count"] == 3, "it rests on all three facts"
     history = http.get(f"/v1/default/banks/{bank_id}/memories/{evolved['id']}/history").json()["history"]
@@ -115,6 +120,7 @@ def test_refine_contradict_and_something_new(http: httpx.Client, llm: ScriptedLL
     assert detail["evidence"][-1]["quote"] == "switched to Vue in March 2024"
 
     retain_and_settle(http, bank_id, DOG)  # something new
+    assert shown_to_dog == ["O1"], "the unrelated observation was shown, and the create did not bend it"
     found = {o["text"]: o for o in observations(http, bank_id)}
     assert found["The user has a dog named Biscuit"]["proof_count"] == 1
     assert len(found) == 2, "a new facet is a new observation, not a bent old one"

@@ -9,7 +9,7 @@ from fastapi import APIRouter, Body, Depends
 
 from engram.api.deps import parse_uuid, require_bank, services
 from engram.consolidate.scopes import validate_scope_spec
-from engram.consolidate.trigger import after_memory_change, schedule_consolidation
+from engram.consolidate.trigger import schedule_consolidation
 from engram.errors import InvalidInput, LLMNotConfigured, NotFound
 from engram.recall.rows import iso
 from engram.services import Services
@@ -55,7 +55,9 @@ async def clear_memory_observations(bank_id: str, memory_id: str, svc: Services 
         raise NotFound(f"memory '{memory_id}' not found in bank '{bank_id}'")
     async with transaction(svc.pool) as conn:
         deleted = await memory_store.clear_observations_of(conn, bank_id, unit_id)
-    await after_memory_change(svc, bank_id)
+    # The point of this call is re-synthesis, so the job is queued even with auto-consolidation off.
+    if svc.llm is not None and (await svc.bank_config(bank_id)).get("enable_observations", True):
+        await schedule_consolidation(svc, bank_id)
     return {"deleted_count": deleted}
 
 

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from engram.consolidate import prompt
 from engram.consolidate.dedup import reconcile_near_duplicates
 from engram.consolidate.plan import Plan, PlannedWrite, build_plan, merge_evidence
+from engram.consolidate.refine import refine_instead_of_deleting
 from engram.consolidate.scopes import Scope, resolve_fact_scopes
 from engram.consolidate.strategies import ScopeSettings, settings_for_scope
 from engram.errors import InvalidLLMOutput, LLMNotConfigured
@@ -127,7 +128,9 @@ async def _consolidate_batch(state: Round, scope: Scope, settings: ScopeSettings
     plan = build_plan(actions, facts, observations)
     _fold_merged_deletes(plan, observations)
     await _embed(plan.writes)
-    threshold = float(state.config.get("consolidation_dedup_threshold") or 0.97)
+    refine_instead_of_deleting(plan, observations, state.stats)
+    configured = state.config.get("consolidation_dedup_threshold")
+    threshold = 0.97 if configured is None else float(configured)  # 0.0 is a value: reconcile everything
     await reconcile_near_duplicates(services, state.bank_id, list(scope), plan, threshold, state.stats)
     await _apply(state, scope, settings, plan, batch)
 

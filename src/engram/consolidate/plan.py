@@ -1,8 +1,9 @@
 """Checking the LLM's consolidation answer against what it was shown, and turning it into writes.
 
 Actions must cite the batch's facts; updates and deletes may only touch observations shown for this
-scope; duplicate creates are dropped; a quote that is not in the cited fact is replaced by the fact's
-text, so evidence is always exact."""
+scope; duplicate creates are dropped. A quote is stored as the cited fact's own words: a quote found
+in the fact up to case and spacing is replaced by the fact's matching substring, and one not found at
+all by the fact's whole text, so evidence is always exact."""
 
 from __future__ import annotations
 
@@ -39,15 +40,23 @@ def _normal(text: str) -> str:
     return _SPACE.sub(" ", text).strip().lower()
 
 
+def exact_quote(quote: str, fact_text: str) -> str:
+    """The fact's own words for `quote` (matched ignoring case and runs of whitespace), else the
+    fact's whole text."""
+    words = quote.split()
+    if not words:
+        return fact_text
+    found = re.search(r"\s+".join(re.escape(word) for word in words), fact_text, re.IGNORECASE)
+    return found.group(0) if found else fact_text
+
+
 def _evidence(items: list[Evidence], facts: dict[str, Any]) -> list[dict[str, str]]:
     cited: dict[tuple[str, str], dict[str, str]] = {}
     for item in items:
         fact = facts.get(item.fact.strip())
         if fact is None:
             continue
-        quote = item.quote.strip()
-        if not quote or _normal(quote) not in _normal(fact["text"]):
-            quote = fact["text"]
+        quote = exact_quote(item.quote, fact["text"])
         cited.setdefault((str(fact["id"]), quote), {"fact_id": str(fact["id"]), "quote": quote})
     return list(cited.values())
 

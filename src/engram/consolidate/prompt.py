@@ -74,8 +74,8 @@ by facet, what changes:
   earlier state as history in the wording ("used to prefer React; switched to Vue in March 2024").
 - create: a fact is about a facet no observation covers. Create a new observation; never bend an
   unrelated observation to fit it.
-- delete: only for an observation that is now redundant (say which one covers it in merged_into) or
-  was plainly wrong and is corrected by a new fact.
+- delete: only for an observation that is now redundant; say which one covers it in merged_into. A
+  correction is an update too: record the corrected belief and note what was believed before.
 
 Every create and update must cite evidence: the handle of a NEW fact and the exact words of it that
 support the observation. Only cite the new facts shown; only update or delete observations shown.

@@ -10,7 +10,7 @@ from pydantic import BaseModel, Field, create_model
 
 from engram.retain.facts import ExtractedFact
 from engram.retain.label_config import LabelGroup
-from engram.retain.labels import build_labels_model, label_entities, prompt_section
+from engram.retain.labels import any_required, build_labels_model, label_entities, prompt_section
 
 if TYPE_CHECKING:
     from engram.llm.base import LLMProvider, TokenUsage
@@ -62,13 +62,40 @@ Rules:
 """
 
 
-def output_model(groups: list[LabelGroup], *, strict: bool = True) -> type[BaseModel]:
-    """The schema the LLM must answer with: with label groups, each fact carries a typed `labels`."""
-    if not groups:
+def _fact_model(free_form: bool) -> type[BaseModel]:
+    """LLMFact, or in labels-only mode LLMFact without its `entities` field: the LLM is never asked
+    for free-form entities there, rather than asked and filtered."""
+    if free_form:
+        return LLMFact
+    kept = {name: (info.annotation, info) for name, info in LLMFact.model_fields.items() if name != "entities"}
+    return create_model("LLMFact", **kept)  # type: ignore[call-overload, no-any-return]
+
+
+def output_model(groups: list[LabelGroup], *, strict: bool = True, free_form: bool = True) -> type[BaseModel]:
+    """The schema the LLM must answer with: with label groups, each fact carries a typed `labels`
+    (required when a group is, so a strict provider must fill it)."""
+    if not groups and free_form:
         return ExtractionOutput
-    labels = build_labels_model(groups, strict=strict)
-    fact = create_model("LLMFact", __base__=LLMFact, labels=(labels | None, None))  # type: ignore[call-overload]
+    fact = _fact_model(free_form)
+    if groups:
+        labels = build_labels_model(groups, strict=strict)
+        field = (labels, ...) if strict and any_required(groups) else (labels | None, None)
+        fact = create_model("LLMFact", __base__=fact, labels=field)  # type: ignore[call-overload]
     return create_model("ExtractionOutput", facts=(list[fact], ...))  # type: ignore[call-overload]
+
+
+def _without_entity_rule(prompt: str) -> str:
+    """The system prompt minus its "- entities:" rule (the bullet and its continuation lines)."""
+    out: list[str] = []
+    skipping = False
+    for line in prompt.splitlines(keepends=True):
+        if line.startswith("- "):
+            skipping = line.startswith("- entities:")
+        elif not line.startswith("  "):
+            skipping = False
+        if not skipping:
+            out.append(line)
+    return "".join(out)
 
 
 def build_messages(
@@ -79,10 +106,11 @@ def build_messages(
     mission: str | None,
     custom_instructions: str | None,
     label_groups: list[LabelGroup] | None = None,
+    free_form: bool = True,
 ) -> list[dict[str, Any]]:
-    system = SYSTEM_PROMPT
+    system = SYSTEM_PROMPT if free_form else _without_entity_rule(SYSTEM_PROMPT)
     if label_groups:
-        system += "\n" + prompt_section(label_groups) + "\n"
+        system += "\n" + prompt_section(label_groups, free_form=free_form) + "\n"
     if mission:
         system += f"\nFocus of this memory bank: {mission}\n"
     if custom_instructions:
@@ -129,7 +157,7 @@ def to_extracted(facts: list[LLMFact], groups: list[LabelGroup] | None = None) -
                 why=fact.why,
                 occurred_start=_parse_iso(fact.occurred_start),
                 occurred_end=_parse_iso(fact.occurred_end) or _parse_iso(fact.occurred_start),
-                entities=[e for e in dict.fromkeys(e.strip() for e in fact.entities) if e],
+                entities=[e for e in dict.fromkeys(e.strip() for e in getattr(fact, "entities", [])) if e],
                 causal_parents=parents,
                 labels=labels,
                 label_tags=label_tags,
@@ -147,16 +175,19 @@ async def extract_with_llm(
     mission: str | None = None,
     custom_instructions: str | None = None,
     label_groups: list[LabelGroup] | None = None,
+    free_form: bool = True,
 ) -> tuple[list[ExtractedFact], TokenUsage]:
+    """free_form False (`entities_allow_free_form: false`): neither the prompt nor the schema asks for
+    free-form entities."""
     from engram.llm.structured import generate_structured
 
     messages = build_messages(
         chunk, said_at=said_at, context=context, mission=mission, custom_instructions=custom_instructions,
-        label_groups=label_groups,
+        label_groups=label_groups, free_form=free_form,
     )
     groups = label_groups or []
     output, usage = await generate_structured(
-        provider, messages, output_model(groups, strict=False), temperature=0.1,
-        json_schema=output_model(groups, strict=True).model_json_schema(),
+        provider, messages, output_model(groups, strict=False, free_form=free_form), temperature=0.1,
+        json_schema=output_model(groups, strict=True, free_form=free_form).model_json_schema(),
     )
     return to_extracted(output.facts, label_groups), usage

@@ -21,51 +21,71 @@ def _python_name(key: str) -> str:
 
 
 def _field_type(
-    kind: str, values: list[LabelValue], fields: dict[str, LabelField] | None, name: str, strict: bool
+    kind: str, values: list[LabelValue], fields: dict[str, LabelField] | None, name: str, strict: bool,
+    required: bool = False,
 ) -> Any:
+    """`required` (a group with `optional: false`) applies to the schema the provider enforces: no null,
+    no empty list. What is parsed stays lenient, so a model that skips one still yields its facts."""
+    must = required and strict
     if kind in ("value", "multi-values"):
         # Strict (the schema the provider enforces): Literal enums. Lenient (what is parsed): plain
         # strings, so one off-vocabulary value is dropped afterwards instead of failing the whole answer.
         choice: Any = Literal[tuple(v.value for v in values)] if strict else str  # type: ignore[misc]
-        return (list[choice], Field(default_factory=list)) if kind == "multi-values" else (choice | None, None)
+        if kind == "multi-values":
+            return (list[choice], Field(..., min_length=1) if must else Field(default_factory=list))
+        return (choice, ...) if must else (choice | None, None)
     if kind == "text":
-        return (str | None, None)
+        return (str, Field(..., min_length=1)) if must else (str | None, None)
     nested = create_model(  # type: ignore[call-overload]
         f"{name}_entry",
         **{_python_name(f): _field_type(spec.type, spec.values, spec.fields, f"{name}_{f}", strict)
            for f, spec in (fields or {}).items()},
     )
-    return (list[nested], Field(default_factory=list))
+    return (list[nested], Field(..., min_length=1) if must else Field(default_factory=list))
 
 
 def build_labels_model(groups: list[LabelGroup], *, strict: bool = True) -> type[BaseModel]:
     """One typed field per label group: value → Literal | None, multi-values → list[Literal],
-    text → str | None, map → list of a nested model."""
+    text → str | None, map → list of a nested model; a required group (`optional: false`) allows no
+    null and no empty list in the strict schema."""
     definitions = {
-        _python_name(g.key): _field_type(g.type, g.values, g.fields, _python_name(g.key), strict) for g in groups
+        _python_name(g.key): _field_type(g.type, g.values, g.fields, _python_name(g.key), strict, not g.optional)
+        for g in groups
     }
     return create_model("Labels", **definitions)  # type: ignore[call-overload]
 
 
-def prompt_section(groups: list[LabelGroup]) -> str:
-    lines = [
-        RULE,
-        "ENTITY LABELS - CLASSIFICATION ATTRIBUTES",
-        RULE,
-        "",
-        "Classify each fact using the structured 'labels' field. Continue extracting regular named",
-        "entities in the 'entities' field.",
-        "",
-        "For each fact, fill the 'labels' object. Each field is a label group:",
-        "",
-    ]
-    shapes = {"value": "single value or null", "multi-values": "multi-value (list)", "text": "free text or null",
-              "map": "list of objects with the fields below"}
+def any_required(groups: list[LabelGroup]) -> bool:
+    return any(not g.optional for g in groups)
+
+
+OPTIONAL_SHAPES = {"value": "single value or null", "multi-values": "multi-value (list)",
+                   "text": "free text or null", "map": "list of objects with the fields below"}
+REQUIRED_SHAPES = {"value": "single value, REQUIRED", "multi-values": "multi-value (list), REQUIRED: at least one",
+                   "text": "free text, REQUIRED",
+                   "map": "list of objects with the fields below, REQUIRED: at least one"}
+
+
+def prompt_section(groups: list[LabelGroup], *, free_form: bool = True) -> str:
+    """The labels part of the extraction prompt. Without free-form entities (labels-only mode) the LLM
+    is told to extract none, since the schema no longer has an 'entities' field."""
+    entities = (
+        ["Classify each fact using the structured 'labels' field. Continue extracting regular named",
+         "entities in the 'entities' field."]
+        if free_form else
+        ["Classify each fact using the structured 'labels' field. These labels are the only entities",
+         "this memory bank keeps: do not extract any other entities."]
+    )
+    lines = [RULE, "ENTITY LABELS - CLASSIFICATION ATTRIBUTES", RULE, "", *entities, "",
+             "For each fact, fill the 'labels' object. Each field is a label group:", ""]
     for group in groups:
-        lines.append(f"- {_python_name(group.key)} ({shapes[group.type]}): {group.description or group.key}")
+        shape = (OPTIONAL_SHAPES if group.optional else REQUIRED_SHAPES)[group.type]
+        lines.append(f"- {_python_name(group.key)} ({shape}): {group.description or group.key}")
         lines.extend(_describe(group.type, group.values, group.fields, indent="    "))
         lines.append("")
     lines.append("Only assign labels when clearly applicable. Leave null/empty if the fact does not match.")
+    if any_required(groups):
+        lines.append("A group marked REQUIRED must always be filled: pick the closest allowed value.")
     return "\n".join(lines)
 
 

@@ -124,6 +124,7 @@ async def _extract(services: Services, plans: list[DocumentPlan], config: dict[s
                     mission=config.get("retain_mission"),
                     custom_instructions=config.get("retain_custom_instructions"),
                     label_groups=groups,
+                    free_form=bool(config.get("entities_allow_free_form", True)),
                 )
                 usage = usage + used
             else:
