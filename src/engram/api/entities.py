@@ -12,6 +12,7 @@ from engram.api.choices import choice, one_of
 from engram.api.deps import parse_uuid, require_bank, services
 from engram.errors import NotFound
 from engram.recall.rows import iso
+from engram.retain.entity_kinds import ENTITY_TYPES
 from engram.services import Services
 from engram.store import entity_reads as store
 
@@ -34,7 +35,7 @@ def _entity_item(row: Any) -> dict[str, Any]:
         "mention_count": row["mention_count"],
         "first_seen": iso(row["first_seen"]),
         "last_seen": iso(row["last_seen"]),
-        "metadata": {**(row["metadata"] or {}), "entity_kind": row["entity_kind"]},
+        "metadata": {**(row["metadata"] or {}), "entity_kind": row["entity_kind"], "entity_type": row["entity_type"]},
     }
 
 
@@ -45,15 +46,19 @@ async def list_entities(
     sort: str = choice("mentions", choices.ENTITY_SORTS, description="mentions | name | recent"),
     tags: list[str] | None = Query(None),
     tags_match: str = choice("any", choices.TAGS_MATCH),
+    entity_type: str | None = Query(None, description="person | organisation | place | product | concept"),
     limit: int = Query(100, ge=1, le=1000),
     offset: int = Query(0, ge=0, le=2**31 - 1),
     svc: Services = Depends(services),
 ) -> dict[str, Any]:
     _check_match(tags_match)
     one_of(sort, choices.ENTITY_SORTS, "sort")
+    if entity_type is not None:
+        one_of(entity_type, ENTITY_TYPES, "entity_type")
     await require_bank(svc, bank_id)
     rows, total = await store.list_entities(
-        svc.pool, bank_id, q=q, tags=tags, tags_match=tags_match, sort=sort, limit=limit, offset=offset
+        svc.pool, bank_id, q=q, tags=tags, tags_match=tags_match, sort=sort, limit=limit, offset=offset,
+        entity_type=entity_type,
     )
     return {"items": [_entity_item(r) for r in rows], "total": total, "limit": limit, "offset": offset}
 

@@ -1,9 +1,13 @@
 """Entity resolution at retain time: each fact's entity names become entity ids of the bank.
 
-A name that matches an entity exactly (case-insensitive) is that entity. Otherwise the bank's
-trigram-similar entities are scored (entity_scoring) against the mention's context; the best match
-at ≥ 0.6 wins, else the name is new. New names of one retain that look alike merge, and the unique
-index on (bank, lower(name)) makes concurrent retains converge on one row per name."""
+A free-form name is scored (entity_scoring) against the bank's trigram-similar free-form entities,
+its exact namesakes included: the best match at ≥ 0.6 wins, else the name is a new entity. So the
+same name in an unrelated context, long after, is someone new ("Jordan" the baker is not "Jordan"
+at Google), and names are not unique in a bank. Exact names only, never a fuzzy match: label
+entities, names of a configured label group's `key:value` shape, and mentions with
+`resolve_entities: false`. A free-form entity carrying a label's exact name becomes that label.
+Resolution holds a transaction lock per (bank, lower(name)), so concurrent retains of one new name
+converge: the second one scores the first one's entity like any other."""
 
 from __future__ import annotations
 
@@ -23,73 +27,131 @@ class Mention:
     names: list[str]
     resolve: bool = True  # False: exact names only, never a fuzzy match
     labels: list[str] = field(default_factory=list)  # `key:value` label entities: exact names only
+    types: dict[str, str] = field(default_factory=dict)  # name → entity_type (person, place …), when known
 
 
-async def store_entities(conn: asyncpg.Connection, bank_id: str, mentions: list[Mention]) -> None:
+Links = dict[tuple[uuid.UUID, uuid.UUID], str]
+Existing = dict[str, list[asyncpg.Record]]
+
+
+async def store_entities(
+    conn: asyncpg.Connection, bank_id: str, mentions: list[Mention], label_keys: frozenset[str] = frozenset()
+) -> None:
+    """Resolve and link every mention; `label_keys` are the bank's label group keys."""
     now = datetime.now(UTC)
-    links = await _label_links(conn, bank_id, mentions, now)
-    links.update(await _free_form_links(conn, bank_id, mentions, now))
+    keys = sorted({name.lower() for m in mentions for name in [*m.names, *m.labels] if name.strip()})
+    if not keys:
+        return
+    await store.lock_names(conn, bank_id, keys)
+    existing = await store.find_by_names(conn, bank_id, keys)
+    label_ids = {key: rows_[0]["id"] for key, rows_ in _labels_only(existing).items()}
+    links = await _label_links(conn, bank_id, mentions, existing, label_ids, now)
+    links.update(await _free_form_links(conn, bank_id, mentions, existing, label_ids, label_keys, now))
     # One call, so co-occurrences are counted across labels and free-form entities alike.
     await store.link_units_to_entities(conn, bank_id, [(u, e, name) for (u, e), name in links.items()])
 
 
-Links = dict[tuple[uuid.UUID, uuid.UUID], str]
+def _labels_only(existing: Existing) -> Existing:
+    found = {key: [r for r in rows if r["entity_kind"] == "label"] for key, rows in existing.items()}
+    return {key: rows for key, rows in found.items() if rows}
 
 
-async def _free_form_links(conn: asyncpg.Connection, bank_id: str, mentions: list[Mention], now: datetime) -> Links:
-    names = {name.lower(): name for m in mentions for name in m.names if name.strip()}
-    if not names:
+def label_shaped(name: str, label_keys: frozenset[str]) -> bool:
+    """`priority:urgen` in a bank with a `priority` group: an identifier, matched exactly or not at all."""
+    head, colon, _ = name.partition(":")
+    return bool(colon) and head.strip().lower() in label_keys
+
+
+async def _label_links(
+    conn: asyncpg.Connection, bank_id: str, mentions: list[Mention], existing: Existing,
+    label_ids: dict[str, uuid.UUID], now: datetime,
+) -> Links:
+    """Label entities resolve by exact name only: never fuzzily. A free-form entity of the same name
+    (one a caller supplied, say) is promoted to the label, so no typo can be merged into it later."""
+    labels = {label.lower(): label for m in mentions for label in m.labels}
+    promote = []
+    for key in labels:
+        if key not in label_ids and existing.get(key):
+            label_ids[key] = existing[key][0]["id"]
+            promote.append(label_ids[key])
+    await store.promote_to_label(conn, promote)
+    seen = [label_ids[key] for key in labels if key in label_ids]
+    await store.touch_entities(conn, seen, [None] * len(seen), now)
+    new = [key for key in labels if key not in label_ids]
+    ids = await store.insert_entities(conn, bank_id, [(labels[k], "label", None) for k in new], now)
+    label_ids.update(zip(new, ids, strict=True))
+    return {(m.unit_id, label_ids[label.lower()]): label for m in mentions for label in m.labels}
+
+
+async def _free_form_links(
+    conn: asyncpg.Connection, bank_id: str, mentions: list[Mention], existing: Existing,
+    label_ids: dict[str, uuid.UUID], label_keys: frozenset[str], now: datetime,
+) -> Links:
+    spelling = {name.lower(): name for m in mentions for name in m.names if name.strip()}
+    if not spelling:
         return {}
-    exact = await store.find_by_names(conn, bank_id, list(names))
-    canonical = {key: row["canonical_name"] for key, row in exact.items()}
-    fuzzy_keys = {key for m in mentions if m.resolve for key in (n.lower() for n in m.names) if key not in exact}
-    if fuzzy_keys:
-        canonical.update(await _resolve_fuzzy(conn, bank_id, mentions, fuzzy_keys, exact, now))
-    new_names = [names[key] for key in names if key not in canonical]
-    merged = scoring.merge_batch_names(new_names)
-    canonical.update(merged)
-    spellings = list(dict.fromkeys(canonical.values()))
-    ids = await store.upsert_entities(conn, bank_id, spellings, ["free"] * len(spellings), now)
+    types: dict[str, str] = {}
+    for m in mentions:
+        for name, kind in m.types.items():
+            types.setdefault(name.lower(), kind)
+    chosen = {key: label_ids[key] for key in spelling if key in label_ids}  # a label's exact name is it
+    scored = {
+        key for m in mentions if m.resolve for key in (n.lower() for n in m.names)
+        if key in spelling and key not in chosen and not label_shaped(key, label_keys)
+    }
+    for key in spelling.keys() - chosen.keys() - scored:  # exact names only
+        free = [row for row in existing.get(key, []) if row["entity_kind"] == "free"]
+        if free:
+            chosen[key] = free[0]["id"]
+    if scored:
+        chosen.update(await _resolve_scored(conn, bank_id, mentions, scored, existing, label_keys, now))
+    new_keys = [key for key in spelling if key not in chosen]
+    fuzzy = [spelling[key] for key in new_keys if not label_shaped(key, label_keys)]
+    merged = {key: spelling[key] for key in new_keys} | scoring.merge_batch_names(fuzzy)
+    heads = list(dict.fromkeys(merged.values()))
+    head_type = {}
+    for key, head in merged.items():
+        if key in types:
+            head_type.setdefault(head, types[key])
+    ids = await store.insert_entities(conn, bank_id, [(h, "free", head_type.get(h)) for h in heads], now)
+    head_id = dict(zip(heads, ids, strict=True))
+    old = [key for key in chosen if key not in label_ids]
+    await store.touch_entities(conn, [chosen[k] for k in old], [types.get(k) for k in old], now)
+    chosen.update({key: head_id[merged[key]] for key in new_keys})
     links: Links = {}
     for m in mentions:
         for name in m.names:
-            if name.lower() in canonical:
-                links.setdefault((m.unit_id, ids[canonical[name.lower()].lower()]), name)
+            if name.lower() in chosen:
+                links.setdefault((m.unit_id, chosen[name.lower()]), name)
     return links
 
 
-async def _label_links(conn: asyncpg.Connection, bank_id: str, mentions: list[Mention], now: datetime) -> Links:
-    """Label entities resolve by exact name only: never fuzzily, never into a free-form entity."""
-    labels = list(dict.fromkeys(label for m in mentions for label in m.labels))
-    if not labels:
-        return {}
-    ids = await store.upsert_entities(conn, bank_id, labels, ["label"] * len(labels), now)
-    return {(m.unit_id, ids[label.lower()]): label for m in mentions for label in m.labels}
-
-
-async def _resolve_fuzzy(
+async def _resolve_scored(
     conn: asyncpg.Connection,
     bank_id: str,
     mentions: list[Mention],
     keys: set[str],
-    exact: dict[str, asyncpg.Record],
+    existing: Existing,
+    label_keys: frozenset[str],
     now: datetime,
-) -> dict[str, str]:
-    """Map each name in `keys` to the canonical name of the existing entity it resolves to, if any."""
+) -> dict[str, uuid.UUID]:
+    """Map each name in `keys` to the existing free-form entity it resolves to, if any: exact
+    namesakes and similar names alike, scored on name, co-occurrence and recency."""
     candidates = await store.trigram_candidates(conn, bank_id, sorted(keys), scoring.CANDIDATE_SIMILARITY)
     if not candidates:
         return {}
     candidate_ids = list({row["id"] for rows in candidates.values() for row in rows})
     partners = await store.cooccurrence_partners(conn, candidate_ids)
-    degree = {row["id"]: row["mention_count"] for row in exact.values()}
-    resolved: dict[str, str] = {}
+    known = {key: rows[0] for key, rows in existing.items()}  # a neighbour name: its most mentioned entity
+    degree = {row["id"]: row["mention_count"] for row in known.values()}
+    resolved: dict[str, uuid.UUID] = {}
     for key, rows in candidates.items():
         neighbours = {
-            exact[other.lower()]["id"]
+            known[other.lower()]["id"]
             for m in mentions
             if key in {n.lower() for n in m.names}
             for other in m.names
-            if other.lower() != key and other.lower() in exact
+            if other.lower() != key and other.lower() in known
         }
         options = [
             scoring.Candidate(
@@ -100,8 +162,9 @@ async def _resolve_fuzzy(
                 partners=partners.get(row["id"], set()),
             )
             for row in rows
+            if not label_shaped(row["canonical_name"], label_keys)
         ]
         match = scoring.best_match(key, options, neighbours, degree, now)
         if match is not None:
-            resolved[key] = match[0].name
+            resolved[key] = match[0].id
     return resolved

@@ -4,8 +4,8 @@ score = 0.5 · name similarity (trigram) + 0.3 · co-occurrence overlap + 0.2 ·
 matches at 0.6 or more. Co-occurrence overlap compares the mention's neighbours (the other entities
 in its fact) with the candidate's known partners, each neighbour weighted 1/√degree so that a hub
 like "user", which co-occurs with everything, proves little. Recency falls linearly to 0 over 7 days.
-A word-compatibility gate runs first: "Room 101" is never "Room 102", and "Alice Chen" is never
-"Alice Wong", while "Alice" may be "Alice Chen".
+A word-compatibility gate runs first: "Room 101" is never "Room 102", "ORD1234" never "ORD1235", and
+"Alice Chen" is never "Alice Wong", while "Alice" may be "Alice Chen".
 """
 
 from __future__ import annotations
@@ -44,19 +44,24 @@ def name_tokens(name: str) -> list[str]:
 
 
 def words_compatible(a: str, b: str) -> bool:
-    """May `a` and `b` name the same thing? Numbers must agree, and one name's words must be contained
-    in the other's (a shorter form), unless the names differ only by a small typo."""
+    """May `a` and `b` name the same thing? Words with digits must agree exactly (identifiers such as
+    "ORD1234" and "ORD1235", "E10" and "E100" are different things), and one name's words must be
+    contained in the other's (a shorter form), unless the names differ only by a small typo."""
     tokens_a, tokens_b = name_tokens(a), name_tokens(b)
     if not tokens_a or not tokens_b:
         return False
-    numbers_a = {t for t in tokens_a if t.isdigit()}
-    numbers_b = {t for t in tokens_b if t.isdigit()}
+    numbers_a = {t for t in tokens_a if _has_digit(t)}
+    numbers_b = {t for t in tokens_b if _has_digit(t)}
     if numbers_a != numbers_b:
         return False
     set_a, set_b = set(tokens_a), set(tokens_b)
     if set_a <= set_b or set_b <= set_a:
         return True
     return len(tokens_a) == len(tokens_b) and _close_spelling(" ".join(tokens_a), " ".join(tokens_b))
+
+
+def _has_digit(token: str) -> bool:
+    return any(char.isdigit() for char in token)
 
 
 def _close_spelling(a: str, b: str) -> bool:

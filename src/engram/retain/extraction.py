@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, Field, create_model
 
+from engram.retain.entity_kinds import normalise_type
 from engram.retain.facts import ExtractedFact
 from engram.retain.label_config import LabelGroup
 from engram.retain.labels import any_required, build_labels_model, label_entities, prompt_section
@@ -16,10 +17,22 @@ if TYPE_CHECKING:
     from engram.llm.base import LLMProvider, TokenUsage
 
 MAX_CAUSES_PER_FACT = 2
+ENTITIES_DESCRIPTION = (
+    "Named people, organisations, places, products and key concepts, each with its type; "
+    "'user' (a person) when about the user"
+)
 
 
 class CausalRelation(BaseModel):
     caused_by: int = Field(description="Index (0-based) of an EARLIER fact in this list that caused this one")
+
+
+EntityType = Literal["person", "organisation", "place", "product", "concept"]
+
+
+class EntityMention(BaseModel):
+    name: str
+    type: str | None = Field(None, description="person, organisation, place, product or concept")
 
 
 class LLMFact(BaseModel):
@@ -34,11 +47,18 @@ class LLMFact(BaseModel):
     fact_kind: Literal["event", "conversation"] = "conversation"
     occurred_start: str | None = Field(None, description="ISO 8601 start of an event, null otherwise")
     occurred_end: str | None = Field(None, description="ISO 8601 end of an event, null otherwise")
-    entities: list[str] = Field(
-        default_factory=list,
-        description="Named people, organisations, places, products and key concepts; 'user' when about the user",
-    )
+    # Accepted as objects or, from models that ignore the schema, as plain names (no kind then).
+    entities: list[EntityMention | str] = Field(default_factory=list, description=ENTITIES_DESCRIPTION)
     causal_relations: list[CausalRelation] = Field(default_factory=list)
+
+
+class StrictEntityMention(BaseModel):
+    name: str
+    type: EntityType
+
+
+# What the LLM is asked for: every entity as {name, type}.
+_STRICT_ENTITIES = (list[StrictEntityMention], Field(default_factory=list, description=ENTITIES_DESCRIPTION))
 
 
 class ExtractionOutput(BaseModel):
@@ -55,28 +75,32 @@ Rules:
 - fact_kind: "event" for something that happened at a time; "conversation" for statements, opinions, plans.
 - Resolve relative dates ("yesterday", "last week", "next month") against the date the text was said,
   and give events occurred_start / occurred_end in ISO 8601.
-- entities: the people, organisations, places, products and key concepts in the fact. Use "user" when
-  the fact is about the user.
+- entities: the people, organisations, places, products and key concepts in the fact, each as
+  {"name", "type"} with type person, organisation, place, product or concept. Use "user" (a person)
+  when the fact is about the user.
 - causal_relations: when a fact was caused by an EARLIER fact in your list, cite its index (at most 2).
 - Skip greetings, filler and anything with no lasting value. Do not invent facts.
 """
 
 
-def _fact_model(free_form: bool) -> type[BaseModel]:
-    """LLMFact, or in labels-only mode LLMFact without its `entities` field: the LLM is never asked
-    for free-form entities there, rather than asked and filtered."""
-    if free_form:
-        return LLMFact
-    kept = {name: (info.annotation, info) for name, info in LLMFact.model_fields.items() if name != "entities"}
-    return create_model("LLMFact", **kept)  # type: ignore[call-overload, no-any-return]
+def _fact_model(free_form: bool, strict: bool) -> type[BaseModel]:
+    """LLMFact as the LLM is asked for it: strict, every entity as {name, type}; in labels-only mode
+    without its `entities` field, so the LLM is never asked for free-form entities there, rather than
+    asked and filtered."""
+    if not free_form:
+        kept = {name: (info.annotation, info) for name, info in LLMFact.model_fields.items() if name != "entities"}
+        return create_model("LLMFact", **kept)  # type: ignore[call-overload, no-any-return]
+    if strict:
+        return create_model("LLMFact", __base__=LLMFact, entities=_STRICT_ENTITIES)  # type: ignore[call-overload, no-any-return]
+    return LLMFact
 
 
 def output_model(groups: list[LabelGroup], *, strict: bool = True, free_form: bool = True) -> type[BaseModel]:
     """The schema the LLM must answer with: with label groups, each fact carries a typed `labels`
     (required when a group is, so a strict provider must fill it)."""
-    if not groups and free_form:
+    if not groups and free_form and not strict:
         return ExtractionOutput
-    fact = _fact_model(free_form)
+    fact = _fact_model(free_form, strict)
     if groups:
         labels = build_labels_model(groups, strict=strict)
         field = (labels, ...) if strict and any_required(groups) else (labels | None, None)
@@ -130,6 +154,16 @@ def _parse_iso(value: str | None) -> datetime | None:
     return parse_timestamp(value)
 
 
+def _entity_names(entities: list[EntityMention | str]) -> dict[str, str | None]:
+    """Distinct names in order, each with its normalised type (None when unknown)."""
+    names: dict[str, str | None] = {}
+    for entity in entities:
+        name, kind = (entity, None) if isinstance(entity, str) else (entity.name, entity.type)
+        if name.strip():
+            names.setdefault(name.strip(), normalise_type(kind))
+    return names
+
+
 def to_extracted(facts: list[LLMFact], groups: list[LabelGroup] | None = None) -> list[ExtractedFact]:
     """Convert the LLM's facts, dropping empty ones, causes that do not point backwards and labels
     outside the vocabulary."""
@@ -145,6 +179,7 @@ def to_extracted(facts: list[LLMFact], groups: list[LabelGroup] | None = None) -
         ][:MAX_CAUSES_PER_FACT]
         index_map[original_index] = len(out)
         raw_labels = getattr(fact, "labels", None)
+        names = _entity_names(getattr(fact, "entities", []))
         labels, label_tags = label_entities(groups or [], raw_labels.model_dump() if raw_labels else None)
         out.append(
             ExtractedFact(
@@ -157,7 +192,8 @@ def to_extracted(facts: list[LLMFact], groups: list[LabelGroup] | None = None) -
                 why=fact.why,
                 occurred_start=_parse_iso(fact.occurred_start),
                 occurred_end=_parse_iso(fact.occurred_end) or _parse_iso(fact.occurred_start),
-                entities=[e for e in dict.fromkeys(e.strip() for e in getattr(fact, "entities", [])) if e],
+                entities=list(names),
+                entity_types={name: kind for name, kind in names.items() if kind},
                 causal_parents=parents,
                 labels=labels,
                 label_tags=label_tags,

@@ -20,6 +20,7 @@ class ExtractedFact:
     occurred_start: datetime | None = None
     occurred_end: datetime | None = None
     entities: list[str] = field(default_factory=list)
+    entity_types: dict[str, str] = field(default_factory=dict)  # name → person, place … (entity_kinds)
     causal_parents: list[int] = field(default_factory=list)
     labels: list[str] = field(default_factory=list)  # `key:value` entities of the bank's vocabulary
     label_tags: list[str] = field(default_factory=list)  # the labels whose group has `tag: true`

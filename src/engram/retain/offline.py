@@ -8,6 +8,7 @@ from __future__ import annotations
 from datetime import datetime
 
 from engram.models.dates import find_dates
+from engram.retain.entity_kinds import guess_types
 from engram.retain.facts import ExtractedFact
 from engram.retain.offline_entities import extract_entities
 from engram.retain.sentences import split_sentences, split_turns
@@ -29,7 +30,7 @@ def sentence_fact(sentence: str, speaker: str | None, said_at: datetime | None) 
     entities = extract_entities(sentence, speaker=speaker)
     if speaker and speaker not in entities:
         entities.insert(0, speaker)
-    fact = ExtractedFact(what=what, entities=entities)
+    fact = ExtractedFact(what=what, entities=entities, entity_types=guess_types(entities, sentence, speaker))
     if said_at is not None:
         mentions = find_dates(sentence, said_at)
         if mentions:

@@ -146,6 +146,7 @@ class _PendingUnit:
     entity_names: list[str]
     causes: list[int]  # positions in the pending list
     resolve: bool = True  # False: the caller's entities match existing names exactly, never fuzzily
+    entity_types: dict[str, str] = field(default_factory=dict)
     sentence_vectors: list[Any] = field(default_factory=list)  # see migration 006
 
 
@@ -176,7 +177,8 @@ def _build_units(plans: list[DocumentPlan], allow_free_form: bool) -> list[_Pend
                     lead_in=fact.lead_in,
                 )
                 pending.append(
-                    _PendingUnit(row, fact, names, [base + p for p in fact.causal_parents], item.resolve_entities)
+                    _PendingUnit(row, fact, names, [base + p for p in fact.causal_parents], item.resolve_entities,
+                                 {**fact.entity_types, **item.entity_types})
                 )
     return pending
 
@@ -217,7 +219,8 @@ def _label_offline(groups: list[LabelGroup], pending: list[_PendingUnit]) -> Non
 
 
 async def _write(
-    services: Services, bank_id: str, plans: list[DocumentPlan], pending: list[_PendingUnit], store_text: bool
+    services: Services, bank_id: str, plans: list[DocumentPlan], pending: list[_PendingUnit], store_text: bool,
+    label_keys: frozenset[str] = frozenset(),
 ) -> None:
     from engram.retain.entities import Mention, store_entities
 
@@ -249,7 +252,9 @@ async def _write(
             conn, bank_id, [(p.row.id, vector) for p in pending for vector in p.sentence_vectors]
         )
         await store_entities(
-            conn, bank_id, [Mention(p.row.id, p.entity_names, p.resolve, p.fact.labels) for p in pending]
+            conn, bank_id,
+            [Mention(p.row.id, p.entity_names, p.resolve, p.fact.labels, p.entity_types) for p in pending],
+            label_keys,
         )
         ids = [p.row.id for p in pending]
         causal = [(p.row.id, pending[c].row.id) for p in pending for c in p.causes]
@@ -281,7 +286,8 @@ async def retain_items(
         await asyncio.to_thread(_label_offline, groups, pending)
     if progress:
         await progress("writing", 0, len(pending))
-    await _write(services, bank_id, plans, pending, bool(config.get("store_document_text", True)))
+    await _write(services, bank_id, plans, pending, bool(config.get("store_document_text", True)),
+                 frozenset(group.key.lower() for group in groups))
     log.info("retained %d items into %s: %d facts", len(items), bank_id, len(pending))
     if len(pending) >= BULK_RETAIN_FACTS:
         await analyze_if_stale(services.pool)

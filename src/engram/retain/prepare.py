@@ -32,8 +32,16 @@ class PreparedItem:
     tags: list[str]
     observation_scopes: Any
     entities: list[str] = field(default_factory=list)
+    entity_types: dict[str, str] = field(default_factory=dict)  # the caller's `type`, when a known kind
     update_mode: str = "replace"
     resolve_entities: bool = True
+
+
+def _caller_types(item: MemoryItem) -> dict[str, str]:
+    from engram.retain.entity_kinds import normalise_type
+
+    typed = {e.text.strip(): normalise_type(e.type) for e in item.entities or [] if e.text.strip()}
+    return {name: kind for name, kind in typed.items() if kind}
 
 
 def content_text(content: str | list[dict[str, Any]], field_name: str) -> str:
@@ -117,6 +125,7 @@ def prepare_items(items: list[MemoryItem], document_tags: list[str] | None) -> l
                 tags=merge_tags(item.tags, document_tags),
                 observation_scopes=item.observation_scopes,
                 entities=[e.text.strip() for e in item.entities or [] if e.text.strip()],
+                entity_types=_caller_types(item),
                 update_mode=item.update_mode or "replace",
                 resolve_entities=item.resolve_entities,
             )

@@ -8,34 +8,74 @@ from datetime import datetime
 import asyncpg
 
 
-async def upsert_entities(
-    conn: asyncpg.Connection, bank_id: str, names: list[str], kinds: list[str], seen_at: datetime
-) -> dict[str, uuid.UUID]:
-    """Get or create one entity per name (case-insensitive); returns lower(name) → id.
+async def lock_names(conn: asyncpg.Connection, bank_id: str, keys: list[str]) -> None:
+    """Serialise entity resolution per (bank, lower-cased name) until the transaction ends.
 
-    Names are inserted in sorted order so concurrent transactions lock index entries in the same
-    order and cannot deadlock; the unique index makes concurrent creators converge on one row.
-    """
-    if not names:
-        return {}
-    order = sorted(range(len(names)), key=lambda i: names[i].lower())
-    rows = await conn.fetch(
+    Names are not unique (two people may share one), so concurrent retains converge on one entity
+    by resolving a name one at a time: the second sees the first's entity and scores it like any
+    other. Keys are taken in sorted order, so two retains never wait on each other in a cycle."""
+    if not keys:
+        return
+    await conn.execute(
         """
-        INSERT INTO entities (id, bank_id, canonical_name, entity_kind, first_seen, last_seen)
-        SELECT gen_random_uuid(), $1, u.name, u.kind, $4, $4
-        FROM unnest($2::text[], $3::text[]) WITH ORDINALITY AS u(name, kind, ord)
-        ORDER BY u.ord
-        ON CONFLICT (bank_id, lower(canonical_name)) DO UPDATE
-            SET last_seen = greatest(entities.last_seen, excluded.last_seen),
-                first_seen = least(entities.first_seen, excluded.first_seen)
-        RETURNING id, lower(canonical_name) AS key
+        SELECT count(pg_advisory_xact_lock(k)) FROM (
+            SELECT DISTINCT hashtextextended('entity:' || $1 || ':' || n, 0) AS k
+            FROM unnest($2::text[]) AS n ORDER BY 1
+        ) s
         """,
         bank_id,
-        [names[i] for i in order],
-        [kinds[i] for i in order],
+        sorted(set(keys)),
+    )
+
+
+async def insert_entities(
+    conn: asyncpg.Connection, bank_id: str, rows: list[tuple[str, str, str | None]], seen_at: datetime
+) -> list[uuid.UUID]:
+    """Create one entity per (name, kind, entity_type); returns their ids in the same order."""
+    if not rows:
+        return []
+    ids = [uuid.uuid4() for _ in rows]
+    await conn.execute(
+        """
+        INSERT INTO entities (id, bank_id, canonical_name, entity_kind, entity_type, first_seen, last_seen)
+        SELECT u.id, $1, u.name, u.kind, u.type, $6, $6
+        FROM unnest($2::uuid[], $3::text[], $4::text[], $5::text[]) AS u(id, name, kind, type)
+        """,
+        bank_id,
+        ids,
+        [name for name, _, _ in rows],
+        [kind for _, kind, _ in rows],
+        [entity_type for _, _, entity_type in rows],
         seen_at,
     )
-    return {row["key"]: row["id"] for row in rows}
+    return ids
+
+
+async def touch_entities(
+    conn: asyncpg.Connection, ids: list[uuid.UUID], types: list[str | None], seen_at: datetime
+) -> None:
+    """Entities mentioned again: seen now, and given a kind (entity_type) if they had none."""
+    if not ids:
+        return
+    await conn.execute(
+        """
+        UPDATE entities e SET last_seen = greatest(e.last_seen, $3), first_seen = least(e.first_seen, $3),
+                              entity_type = coalesce(e.entity_type, t.type)
+        FROM (SELECT DISTINCT ON (id) id, type FROM unnest($1::uuid[], $2::text[]) AS u(id, type)
+              ORDER BY id, type NULLS LAST) t
+        WHERE e.id = t.id
+        """,
+        ids,
+        types,
+        seen_at,
+    )
+
+
+async def promote_to_label(conn: asyncpg.Connection, ids: list[uuid.UUID]) -> None:
+    """A free-form entity that carries a label's exact name becomes that label (exact names only from
+    then on)."""
+    if ids:
+        await conn.execute("UPDATE entities SET entity_kind = 'label' WHERE id = ANY($1::uuid[])", ids)
 
 
 async def link_units_to_entities(
@@ -123,17 +163,23 @@ async def refresh_entity_counts(conn: asyncpg.Connection, entity_ids: list[uuid.
     )
 
 
-async def find_by_names(conn: asyncpg.Connection, bank_id: str, keys: list[str]) -> dict[str, asyncpg.Record]:
-    """Entities whose lower-cased name is in `keys`, by that key."""
+async def find_by_names(
+    conn: asyncpg.Connection, bank_id: str, keys: list[str]
+) -> dict[str, list[asyncpg.Record]]:
+    """Entities (of any kind) whose lower-cased name is in `keys`, by that key, most mentioned first."""
     rows = await conn.fetch(
         """
-        SELECT id, canonical_name, lower(canonical_name) AS key, mention_count, last_seen
+        SELECT id, canonical_name, lower(canonical_name) AS key, entity_kind, mention_count, last_seen
         FROM entities WHERE bank_id = $1 AND lower(canonical_name) = ANY($2::text[])
+        ORDER BY mention_count DESC, first_seen, id
         """,
         bank_id,
         keys,
     )
-    return {row["key"]: row for row in rows}
+    found: dict[str, list[asyncpg.Record]] = {}
+    for row in rows:
+        found.setdefault(row["key"], []).append(row)
+    return found
 
 
 async def trigram_candidates(

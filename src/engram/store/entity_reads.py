@@ -24,10 +24,12 @@ def _tag_scope(params: SqlParams, tags: list[str] | None, tags_match: str) -> st
 
 async def list_entities(
     conn: Conn, bank_id: str, *, q: str | None, tags: list[str] | None, tags_match: str, sort: str,
-    limit: int, offset: int,
+    limit: int, offset: int, entity_type: str | None = None,
 ) -> tuple[list[asyncpg.Record], int]:
     params = SqlParams()
     parts = [f"e.bank_id = {params.add(bank_id)}", _tag_scope(params, tags, tags_match)]
+    if entity_type:
+        parts.append(f"e.entity_type = {params.add(entity_type)}")
     if q:
         ref = params.add(like_pattern(q))
         parts.append(
