@@ -33,3 +33,10 @@ class Services:
 
         overrides = await self.pool.fetchval("SELECT config FROM banks WHERE bank_id = $1", bank_id)
         return resolve_config(self.settings.bank_defaults, overrides or {}, bank_id)
+
+    async def existing_bank_config(self, bank_id: str) -> dict[str, Any] | None:
+        """The bank's effective config, or None when there is no such bank (one round trip for both)."""
+        from engram.bank_config import resolve_config
+
+        row = await self.pool.fetchrow("SELECT config FROM banks WHERE bank_id = $1", bank_id)
+        return None if row is None else resolve_config(self.settings.bank_defaults, row["config"] or {}, bank_id)

@@ -151,25 +151,31 @@ async def graph(conn: asyncpg.Connection, scope: UnitFilter, seeds: Ranked, limi
             WHERE ue2.unit_id <> ALL({seed_ids}::uuid[])
             GROUP BY ue2.unit_id, s.id
         ),
-        via_links AS (  -- two index-driven joins: an OR join plans badly before statistics exist
-            SELECT l.to_unit AS id, s.sim * l.weight AS score
-            FROM seeds s JOIN memory_links l ON l.from_unit = s.id
-            WHERE l.link_type IN ('semantic', 'causal')
+        via_links AS (  -- one index lookup per seed and direction (OFFSET 0 keeps them lookups: as a join
+            SELECT l.to_unit AS id, s.sim * l.weight AS score  -- the planner scanned every link of a bank)
+            FROM seeds s CROSS JOIN LATERAL (
+                SELECT * FROM memory_links l WHERE l.from_unit = s.id AND l.link_type IN ('semantic', 'causal')
+                OFFSET 0) l
             UNION ALL
             SELECT l.from_unit, s.sim * l.weight
-            FROM seeds s JOIN memory_links l ON l.to_unit = s.id
-            WHERE l.link_type IN ('semantic', 'causal')
+            FROM seeds s CROSS JOIN LATERAL (
+                SELECT * FROM memory_links l WHERE l.to_unit = s.id AND l.link_type IN ('semantic', 'causal')
+                OFFSET 0) l
         ),
         activation AS MATERIALIZED (  -- evaluated once, whatever the planner guesses of fresh rows
             SELECT id, sim * tanh(0.5 * shared) AS score FROM via_entities
             UNION ALL
             SELECT id, score FROM via_links
+        ),
+        best AS (
+            SELECT id, max(score) AS score FROM activation WHERE id <> ALL({seed_ids}::uuid[])
+            GROUP BY id ORDER BY score DESC OFFSET 0
         )
-        SELECT a.id, max(a.score) AS score
-        FROM activation a JOIN memory_units m ON m.id = a.id
-        WHERE {where} AND a.id <> ALL({seed_ids}::uuid[])
-        GROUP BY a.id
-        ORDER BY score DESC
+        -- The scope is checked best first, one primary-key lookup per candidate, until `limit` pass (a
+        -- join would read every fact of the bank); a scalar subquery is never turned into that join.
+        SELECT b.id, b.score FROM best b
+        WHERE (SELECT true FROM memory_units m WHERE m.id = b.id AND {where})
+        ORDER BY b.score DESC
         LIMIT {params.add(limit)}
         """,
         *params.values,
@@ -215,8 +221,9 @@ async def temporal(
             SELECT l.from_unit, b.similarity * l.weight * 0.5
             FROM best b JOIN memory_links l ON l.to_unit = b.id WHERE l.link_type IN ('temporal', 'causal')
         ),
-        spread AS (
-            SELECT k.id, k.similarity FROM linked k JOIN memory_units m ON m.id = k.id WHERE {where}
+        spread AS (  -- a primary-key lookup per linked fact (a join read every fact of the bank)
+            SELECT k.id, k.similarity FROM linked k
+            WHERE (SELECT true FROM memory_units m WHERE m.id = k.id AND {where})
         )
         SELECT id, max(similarity) AS score
         FROM (SELECT * FROM inside UNION ALL SELECT * FROM spread) c

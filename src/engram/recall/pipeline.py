@@ -16,7 +16,7 @@ from engram.recall import arms
 from engram.recall.budget import fill_budget
 from engram.recall.filters import UnitFilter
 from engram.recall.include import include_chunks, include_entities, include_source_facts
-from engram.recall.rows import entity_names, fetch_candidates, to_result
+from engram.recall.rows import fetch_candidates, to_result
 from engram.recall.scoring import fuse_rrf, proof_factor, recency_factor, temporal_factor
 from engram.store.instants import OutOfCalendar, clamp, in_utc
 from engram.types import RecallRequest, RecallResponse, RecallScores
@@ -70,10 +70,11 @@ async def run_arms(
             return await fn(conn, scope, *args)
 
     async def semantic_then_graph() -> tuple[arms.Ranked, arms.Ranked]:
-        semantic = await _timed("semantic", timings, with_conn(arms.semantic, query_vector, limit, min_semantic))
-        if not config.get("enable_graph_retrieval", True):
-            return semantic, []
-        graph = await _timed("graph", timings, with_conn(arms.graph, semantic, limit))
+        async with pool.acquire() as conn:  # one connection for both: the graph waits for the seeds anyway
+            semantic = await _timed("semantic", timings, arms.semantic(conn, scope, query_vector, limit, min_semantic))
+            if not config.get("enable_graph_retrieval", True):
+                return semantic, []
+            graph = await _timed("graph", timings, arms.graph(conn, scope, semantic, limit))
         return semantic, graph
 
     tasks: dict[str, Any] = {"semantic+graph": semantic_then_graph()}
@@ -93,9 +94,9 @@ async def run_arms(
 
 async def recall(services: Services, bank_id: str, request: RecallRequest) -> RecallResponse:
     started = time.perf_counter()
-    if await services.pool.fetchval("SELECT 1 FROM banks WHERE bank_id = $1", bank_id) is None:
+    config = await services.existing_bank_config(bank_id)
+    if config is None:
         raise BankNotFound(bank_id)
-    config = await services.bank_config(bank_id)
     types = list(dict.fromkeys(request.types or ALL_TYPES))
     scope = UnitFilter(bank_id, types, request.tags, request.tags_match, request.tag_groups)
     limit = int(config.get(f"recall_budget_fixed_{request.budget}") or 300)
@@ -130,8 +131,7 @@ async def recall(services: Services, bank_id: str, request: RecallRequest) -> Re
         scored, [rows[uid]["text"] for _, uid, _ in scored], request.max_tokens,
         [rows[uid]["token_count"] for _, uid, _ in scored],
     )
-    names = await entity_names(services.pool, [uid for _, uid, _ in kept])
-    results = [to_result(rows[uid], scores, names.get(uid, [])) for _, uid, scores in kept]
+    results = [to_result(rows[uid], scores) for _, uid, scores in kept]
 
     response = RecallResponse(results=results)
     include = request.include

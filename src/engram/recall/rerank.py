@@ -29,9 +29,9 @@ class CrossEncoder:
         self._tokenizer = Tokenizer.from_file(str(tokenizer))
         self._tokenizer.enable_truncation(MAX_PAIR_TOKENS)
         self._tokenizer.enable_padding()
-        options = ort.SessionOptions()
-        options.log_severity_level = 3
-        self._session = ort.InferenceSession(str(model), options, providers=["CPUExecutionProvider"])
+        from engram.models.embedder import session_options
+
+        self._session = ort.InferenceSession(str(model), session_options(), providers=["CPUExecutionProvider"])
         self._inputs = {i.name for i in self._session.get_inputs()}
         self._lock = threading.Lock()
 

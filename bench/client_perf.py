@@ -1,0 +1,271 @@
+"""What an agent waits for, measured through the official `hindsight-client` with its default
+arguments: recall at two bank sizes (wall p50/p95 and CPU per recall, server and PostgreSQL apart),
+sync retain of one item, bulk ingest of one-sentence facts next to the embedder's own throughput on
+the same texts, and recall latency while a bulk ingest runs on the same server.
+
+CPU time (utime + stime of the server process and of every PostgreSQL backend) is reported beside
+wall time because it does not depend on what else the machine runs. Prints figures; asserts nothing.
+
+    .venv/bin/python bench/client_perf.py                       # offline (no LLM), 1,000 and 5,000 memories
+    .venv/bin/python bench/client_perf.py --llm                 # extraction through a scripted stub LLM
+    .venv/bin/python bench/client_perf.py --quick               # smoke run
+    .venv/bin/python bench/client_perf.py --py-spy recall.svg   # also profile the server during recall
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+
+from latency import Server, create_database, percentile, rss_mb, spawn  # noqa: E402
+from synthetic import facts, questions  # noqa: E402
+
+from engram.store.embedded import EmbeddedPostgres  # noqa: E402
+from tests.support.scripted_llm import ChatRequest, ScriptedLLM  # noqa: E402
+
+CLOCK = os.sysconf("SC_CLK_TCK")
+_CAPITALISED = re.compile(r"\b[A-Z][a-z]+(?:\s+[A-Z][a-z']+)*")
+
+
+def cpu_seconds(pids: list[int]) -> float:
+    total = 0
+    for pid in pids:
+        with contextlib.suppress(OSError):
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+            total += int(fields[11]) + int(fields[12])
+    return total / CLOCK
+
+
+def postgres_pids(pgdata: Path) -> list[int]:
+    """The postmaster and its children (every backend)."""
+    postmaster = int((pgdata / "postmaster.pid").read_text().split()[0])
+    pids = [postmaster]
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            with contextlib.suppress(OSError):
+                if int(Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()[1]) == postmaster:
+                    pids.append(int(entry))
+    return pids
+
+
+class CpuMeter:
+    """CPU seconds the server and PostgreSQL spend inside a `with meter.phase():` block."""
+
+    def __init__(self, server: Server, pgdata: Path) -> None:
+        self.server, self.pgdata = server, pgdata
+        self.server_s = self.postgres_s = 0.0
+
+    @contextlib.contextmanager
+    def phase(self) -> Iterator[CpuMeter]:
+        server0, pg0 = cpu_seconds([self.server.pid]), cpu_seconds(postgres_pids(self.pgdata))
+        yield self
+        self.server_s = cpu_seconds([self.server.pid]) - server0
+        self.postgres_s = cpu_seconds(postgres_pids(self.pgdata)) - pg0
+
+    def per_op_ms(self, ops: int) -> str:
+        return f"server {self.server_s / ops * 1000:6.1f} ms   PostgreSQL {self.postgres_s / ops * 1000:6.1f} ms"
+
+
+def stub_extraction(request: ChatRequest) -> dict[str, Any]:
+    """One fact per sentence, capitalised word runs as entities (like the side-by-side harness's stub)."""
+    text = request.user_text
+    body = text.split("\n\n")[-1] if "\n\n" in text else text
+    sentences = [s.strip() for s in re.split(r"(?<=[.!?])\s+", body) if s.strip()]
+    return {"facts": [{"what": s, "fact_type": "world", "entities": list(dict.fromkeys(_CAPITALISED.findall(s)))}
+                      for s in sentences]}
+
+
+def ms(samples: list[float]) -> str:
+    return f"p50 {percentile(samples, 0.5) * 1000:7.1f} ms   p95 {percentile(samples, 0.95) * 1000:7.1f} ms"
+
+
+def count(client: Any, bank: str) -> int:
+    return int(client.list_memories(bank, limit=1).total or 0)
+
+
+def ingest(client: Any, bank: str, texts: list[str], batch: int) -> float:
+    started = time.perf_counter()
+    for start in range(0, len(texts), batch):
+        client.retain_batch(bank, [{"content": t} for t in texts[start : start + batch]])
+    return time.perf_counter() - started
+
+
+def recall_phase(client: Any, meter: CpuMeter, bank: str, texts: list[str], label: str,
+                 py_spy: str | None, server: Server) -> None:
+    client.recall(bank, "warm-up question about someone")
+    latencies, results = [], []
+    spy = None
+    if py_spy:
+        spy = subprocess.Popen([str(Path(sys.executable).parent / "py-spy"), "record", "--pid", str(server.pid),
+                                "--output", py_spy, "--rate", "250", "--nonblocking"],
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        time.sleep(1.0)
+    with meter.phase():
+        for query in texts:
+            started = time.perf_counter()
+            response = client.recall(bank, query)
+            latencies.append(time.perf_counter() - started)
+            results.append(len(response.results or []))
+    if spy is not None:
+        spy.send_signal(2)
+        spy.wait(timeout=60)
+    print(f"  recall at {label} memories ({len(texts)} fresh queries, client defaults): {ms(latencies)}   "
+          f"mean results {sum(results) / len(results):.0f}", flush=True)
+    print(f"    CPU per recall: {meter.per_op_ms(len(texts))}", flush=True)
+
+
+def embedder_rate(texts: list[str]) -> float:
+    """Facts/s of the embedder alone on these texts, in this process (batches of 64, as retain does)."""
+    from engram.models.embedder import embedder
+
+    model = embedder()
+    model.embed(texts[:64])
+    started = time.perf_counter()
+    cpu0 = time.process_time()
+    model.embed(texts)
+    wall = time.perf_counter() - started
+    cpu = time.process_time() - cpu0
+    print(f"  embedder alone on the same {len(texts)} texts: {len(texts) / wall:6.1f} texts/s "
+          f"({cpu / len(texts) * 1000:.2f} ms CPU a text)", flush=True)
+    return len(texts) / wall
+
+
+def recall_under_ingest(client_factory: Any, bank: str, texts: list[str], queries: list[str], batch: int) -> None:
+    """Recall p50 alone, then with one client bulk-ingesting into another bank of the same server."""
+    reader = client_factory()
+    alone = []
+    for query in queries[: len(queries) // 2]:
+        started = time.perf_counter()
+        reader.recall(bank, query)
+        alone.append(time.perf_counter() - started)
+    stop = threading.Event()
+
+    def write() -> None:
+        writer = client_factory()
+        offset = 0
+        while not stop.is_set() and offset < len(texts):
+            writer.retain_batch(bank + "-writer", [{"content": t} for t in texts[offset : offset + batch]])
+            offset += batch
+        writer.close()
+    thread = threading.Thread(target=write)
+    thread.start()
+    time.sleep(1.0)
+    during = []
+    for query in queries[len(queries) // 2 :]:
+        started = time.perf_counter()
+        reader.recall(bank, query)
+        during.append(time.perf_counter() - started)
+    stop.set()
+    thread.join()
+    reader.close()
+    print(f"  recall alone:                {ms(alone)}", flush=True)
+    print(f"  recall during a bulk ingest: {ms(during)}   "
+          f"(p50 ratio {percentile(during, 0.5) / percentile(alone, 0.5):.2f})", flush=True)
+
+
+def run(args: argparse.Namespace, server: Server, pgdata: Path) -> None:
+    from hindsight_client import Hindsight
+
+    def client_factory() -> Any:
+        return Hindsight(base_url=server.url, timeout=900)
+
+    client = client_factory()
+    meter = CpuMeter(server, pgdata)
+    bank = "perf"
+    client.create_bank(bank, name=bank)
+    client.update_bank_config(bank, enable_observations=False, enable_auto_consolidation=False)
+
+    sync_texts = [f"{a} {b}" for a, b in zip(facts(args.seed, 60, 1), facts(args.seed, 60, 2), strict=True)]
+    client.retain(bank + "-sync", sync_texts[0], context="bench")
+    samples = []
+    with meter.phase():
+        for text in sync_texts[1 : args.runs + 1]:
+            started = time.perf_counter()
+            client.retain(bank + "-sync", text, context="bench")
+            samples.append(time.perf_counter() - started)
+    print(f"  sync retain, 1 item of 2 sentences (n={len(samples)}): {ms(samples)}", flush=True)
+    print(f"    CPU per retain: {meter.per_op_ms(len(samples))}", flush=True)
+
+    all_texts = facts(args.seed, args.sizes[-1])
+    queries = questions(args.seed, args.queries * (len(args.sizes) + 1))
+    held = 0
+    for n, size in enumerate(args.sizes):
+        texts = all_texts[held:size]
+        with meter.phase():
+            seconds = ingest(client, bank, texts, args.batch)
+        held = size
+        print(f"  bulk ingest to {size:,} ({len(texts)} one-sentence items, {args.batch} a call): "
+              f"{len(texts) / seconds:6.1f} items/s   CPU per item: {meter.per_op_ms(len(texts))}", flush=True)
+        if n == 0:
+            embedder_rate(texts[:2000])
+        qs = queries[n * args.queries : (n + 1) * args.queries]
+        spy = f"{args.py_spy.removesuffix('.svg')}-{size}.svg" if args.py_spy else None
+        recall_phase(client, meter, bank, qs, f"{count(client, bank):,}", spy, server)
+    print(f"  RSS of the server at {count(client, bank):,} memories: {rss_mb(server.pid):.0f} MB", flush=True)
+    extra = facts(args.seed, args.sizes[0], 99)
+    recall_under_ingest(client_factory, bank, extra, queries[len(args.sizes) * args.queries :], args.batch)
+    client.close()
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--llm", action="store_true", help="extract through a scripted stub LLM (else offline)")
+    parser.add_argument("--sizes", help="bank sizes for recall (default 1000,5000; quick 300)")
+    parser.add_argument("--queries", type=int, help="fresh queries per size (default 100, quick 20)")
+    parser.add_argument("--runs", type=int, help="sync retain samples (default 30, quick 5)")
+    parser.add_argument("--batch", type=int, default=100)
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--py-spy", help="write py-spy flame graphs of the server's recalls (PATH-<size>.svg)")
+    args = parser.parse_args(argv)
+    args.sizes = [int(s) for s in (args.sizes or ("300" if args.quick else "1000,5000")).split(",")]
+    args.queries = args.queries or (20 if args.quick else 100)
+    args.runs = args.runs or (5 if args.quick else 30)
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    workdir = Path(tempfile.mkdtemp(prefix="engram-client-perf-"))
+    postgres = EmbeddedPostgres(workdir / "pg-shared")
+    llm = ScriptedLLM(handler=stub_extraction) if args.llm else None
+    try:
+        dsn = postgres.start()
+        env = {"ENGRAM_DATABASE_URL": create_database(dsn, "client_perf")}
+        if llm is not None:
+            llm.start()
+            env.update(llm.settings_env())
+        print(f"uptime: {subprocess.run(['uptime'], capture_output=True, text=True).stdout.strip()}", flush=True)
+        server = spawn(workdir / "server", env, "client-perf")
+        try:
+            run(args, server, postgres.pgdata)
+        finally:
+            server.stop()
+        print(f"uptime: {subprocess.run(['uptime'], capture_output=True, text=True).stdout.strip()}")
+    finally:
+        if llm is not None:
+            llm.stop()
+        postgres.stop()
+        shutil.rmtree(workdir, ignore_errors=True)
+    print("reproduce: " + " ".join(shlex.quote(a) for a in [".venv/bin/python", "bench/client_perf.py", *sys.argv[1:]]))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
