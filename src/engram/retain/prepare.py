@@ -28,6 +28,9 @@ class PreparedItem:
     entities: list[str] = field(default_factory=list)
     update_mode: str = "replace"
     resolve_entities: bool = True
+    reextract: bool = False  # reprocess: extract every chunk again, even unchanged ones
+    history_kind: str = "retain"  # the document event this retain records (migration 010)
+    operation_id: uuid.UUID | None = None
 
 
 def content_text(content: str | list[dict[str, Any]], field_name: str) -> str:
