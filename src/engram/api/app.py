@@ -17,9 +17,11 @@ from engram.api import (
     consolidation,
     directives,
     documents,
+    documents_edit,
     entities,
     health,
     memories,
+    memories_edit,
     mental_models,
     metrics,
     observations,
@@ -99,6 +101,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.add_middleware(UnexpectedErrors)  # outermost: an error escaping anything inside answers a clean 500
     routers = (health, banks, memories, reflect, documents, entities, consolidation, observations, mental_models,
                directives, templates, operations, metrics)
+    routers += (memories_edit, documents_edit)  # issue 16: editing
     for module in routers:
         app.include_router(module.router)
     app.include_router(mcp_router())  # /mcp and /mcp/{bank_id}/, with its own lifespan

@@ -19,6 +19,7 @@ from engram.retain.chunking import chunk_text
 from engram.retain.facts import ExtractedFact, embedding_text
 from engram.retain.label_config import LabelGroup, groups_from_config
 from engram.retain.prepare import PreparedItem
+from engram.store import document_events
 from engram.store import facts_write as fw
 from engram.store.banks import ensure_bank
 from engram.store.statistics import BULK_RETAIN_FACTS, analyze_if_stale, publish_write_counts
@@ -81,7 +82,7 @@ async def _plan_document(conn: Any, bank_id: str, items: list[PreparedItem], chu
             unused.setdefault(row["content_hash"], []).append(row["id"])
         for index, text in enumerate(texts):
             digest = _hash(text)
-            reuse = unused.get(digest, []).pop(0) if unused.get(digest) else None
+            reuse = unused.get(digest, []).pop(0) if unused.get(digest) and not items[0].reextract else None
             chunks.append(ChunkPlan(index, text, digest, reuse_id=reuse))
         keep = [c.reuse_id for c in chunks if c.reuse_id]
         original = new_text
@@ -242,7 +243,11 @@ async def _write(
                                "timestamp": item.said_at.isoformat() if item.said_at else "unset"},
                 observation_scopes=item.observation_scopes,
             )
-            await fw.delete_document_units_except(conn, bank_id, plan.document_id, plan.keep_chunk_ids)
+            removed = await fw.delete_document_units_except(conn, bank_id, plan.document_id, plan.keep_chunk_ids)
+            kind = "append" if item.update_mode == "append" and plan.expected_existing else item.history_kind
+            added = sum(1 for p in pending if p.row.document_id == plan.document_id)
+            await document_events.record(conn, bank_id, plan.document_id, kind, operation_id=item.operation_id,
+                                         facts_added=added, facts_removed=len(removed))
             reused = [c for c in plan.chunks if c.reuse_id]
             await fw.reindex_chunks(conn, [c.reuse_id for c in reused], [c.index for c in reused])
             new_chunks = [(c.chunk_id, c.index, c.text, c.content_hash) for c in plan.chunks if not c.reuse_id]

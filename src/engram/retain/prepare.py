@@ -35,6 +35,9 @@ class PreparedItem:
     entity_types: dict[str, str] = field(default_factory=dict)  # the caller's `type`, when a known kind
     update_mode: str = "replace"
     resolve_entities: bool = True
+    reextract: bool = False  # reprocess: extract every chunk again, even unchanged ones
+    history_kind: str = "retain"  # the document event this retain records (migration 010)
+    operation_id: uuid.UUID | None = None
 
 
 def _caller_types(item: MemoryItem) -> dict[str, str]:

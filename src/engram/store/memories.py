@@ -117,9 +117,9 @@ def list_item(row: asyncpg.Record) -> dict[str, Any]:
         "consolidated_at": _iso(row["consolidated_at"]),
         "consolidation_failed_at": _iso(row["consolidation_failed_at"]),
         "state": row["state"],
-        "invalidation_reason": None,
-        "invalidated_at": None,
-        "edited_at": None,
+        "invalidation_reason": row.get("invalidation_reason"),  # columns of migration 010
+        "invalidated_at": _iso(row.get("invalidated_at")),
+        "edited_at": _iso(row.get("edited_at")),
         "updated_at": _iso(row["updated_at"]),
         "source_memory_ids": [str(s) for s in row["source_memory_ids"]],
     }

