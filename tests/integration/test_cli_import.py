@@ -31,6 +31,8 @@ def test_import_jsonl_items_in_batches_with_a_summary(server: RunningServer, ban
 
     stats = ok(engram(server, "stats", bank_id))
     assert "memories" in stats and "45" in stats
+    assert "consolidation is off: no LLM configured (set ENGRAM_LLM_PROVIDER)" in stats
+    assert "waiting for consolidation" not in stats
 
 
 def test_import_reports_unreadable_files(server: RunningServer, bank_id: str, tmp_path: Path) -> None:
