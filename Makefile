@@ -5,8 +5,10 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
-HOST ?= 127.0.0.1
-PORT ?= 8888
+# `make serve PORT=9000` (or ENGRAM_PORT=9000 make serve): unset, engram serve reads ENGRAM_HOST /
+# ENGRAM_PORT and defaults to 127.0.0.1:8888.
+HOST ?=
+PORT ?=
 PYTEST_ARGS ?=
 
 .PHONY: install serve test lint bench clean
@@ -25,7 +27,7 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 serve: install
-	$(BIN)/engram serve --host $(HOST) --port $(PORT)
+	$(BIN)/engram serve $(if $(HOST),--host $(HOST)) $(if $(PORT),--port $(PORT))
 
 test: install
 	$(BIN)/python -m pytest $(PYTEST_ARGS)

@@ -125,12 +125,16 @@ class Settings:
             raw = read_env(name, environ)
             if raw is None:
                 return default
-            if isinstance(default, bool):
-                return parse_bool(raw)
-            if isinstance(default, int):
-                return int(raw)
-            if isinstance(default, float):
-                return float(raw)
+            try:
+                if isinstance(default, bool):
+                    return parse_bool(raw)
+                if isinstance(default, int):
+                    return int(raw)
+                if isinstance(default, float):
+                    return float(raw)
+            except ValueError:
+                kind = "true or false" if isinstance(default, bool) else f"a number like {default}"
+                raise ValueError(f"ENGRAM_{name.upper()}={raw!r} is not valid: expected {kind}") from None
             return raw
 
         provider = (get("llm_provider", None) or "").lower() or None

@@ -31,6 +31,8 @@ def test_import_jsonl_items_in_batches_with_a_summary(server: RunningServer, ban
 
     stats = ok(engram(server, "stats", bank_id))
     assert "memories" in stats and "45" in stats
+    assert "consolidation is off: no LLM configured (set ENGRAM_LLM_PROVIDER)" in stats
+    assert "waiting for consolidation" not in stats
 
 
 def test_import_reports_unreadable_files(server: RunningServer, bank_id: str, tmp_path: Path) -> None:
@@ -76,3 +78,23 @@ def test_a_template_with_an_unknown_setting_is_refused(server: RunningServer, ba
     assert response.status_code == 400 and "retain_chunk_sise" in response.json()["detail"]
     schema = httpx.get(f"{server.url}/v1/bank-template-schema").json()
     assert schema["title"] == "BankTemplateManifest" and "version" in schema["required"]
+
+
+def test_a_conversation_imports_turn_by_turn_into_one_document(
+    server: RunningServer, bank_id: str, tmp_path: Path
+) -> None:
+    speakers = ("Maya", "Theo")
+    turns = [{"speaker": speakers[n % 2], "text": f"Turn {n}: the harbour ferry number {n} leaves from pier {n % 7} "
+              f"and it carries bicycles, dogs and a small cafe on the upper deck."} for n in range(80)]
+    (tmp_path / "chat.json").write_text(json.dumps(turns))
+    result = engram(server, "import", bank_id, str(tmp_path / "chat.json"))
+    assert f"imported 1 items into {bank_id}: 80 new facts" in ok(result)
+    # Not a terminal: plain progress lines, counted in turns, ending with the whole conversation.
+    progress = [line for line in result.stderr.splitlines() if line.startswith("importing chat.json: ")]
+    assert progress and progress[-1].startswith("importing chat.json: 80/80 turns (100 %")
+    import httpx
+
+    documents = httpx.get(f"{server.url}/v1/default/banks/{bank_id}/documents").json()
+    assert [(d["id"], d["memory_unit_count"]) for d in documents["items"]] == [("chat.json", 80)]
+    again = ok(engram(server, "import", bank_id, str(tmp_path / "chat.json")))
+    assert "0 new facts" in again, "importing the same conversation again replaces it"

@@ -24,7 +24,7 @@ Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
-OPEN_PATHS = frozenset({"/health", "/health/live", "/health/ready"})
+OPEN_PATHS = frozenset({"/", "/health", "/health/live", "/health/ready"})  # "/" only redirects to /ui/
 # The control plane's static files (the package's HTML, CSS and JS, no memory data) load without a key:
 # a browser cannot send one when it opens a page; the API calls the pages make carry it.
 STATIC_UI = "/ui"

@@ -156,9 +156,22 @@ async def reset_config(bank_id: str, svc: Services = Depends(services)) -> BankC
     return await _config_response(svc, bank_id)
 
 
+def consolidation_status(svc: Services, config: dict[str, Any]) -> dict[str, Any]:
+    """Whether this bank's facts get consolidated at all, and if not, why and which setting turns it on:
+    with no LLM a fact's "pending" state is not a queue that will drain."""
+    if svc.llm is None:
+        return {"enabled": False, "reason": "no LLM configured", "setting": "ENGRAM_LLM_PROVIDER"}
+    if not config.get("enable_observations", True):
+        return {"enabled": False, "reason": "observations are off for this bank", "setting": "enable_observations"}
+    return {"enabled": True, "reason": None, "setting": None}
+
+
 @router.get("/{bank_id}/stats")
 async def get_stats(bank_id: str, refresh: bool = False, svc: Services = Depends(services)) -> dict[str, Any]:
-    await require_bank(svc, bank_id)
+    row = await store.get_bank(svc.pool, bank_id)
+    if row is None:
+        raise BankNotFound(bank_id)
+    config = resolve_config(svc.settings.bank_defaults, row["config"] or {})
     stats = await store.bank_stats(svc.pool, bank_id)
     by_type = dict(stats["by_type"])
     ops = dict(stats["ops"])
@@ -185,4 +198,5 @@ async def get_stats(bank_id: str, refresh: bool = False, svc: Services = Depends
         "pending_consolidation": stats["pending_consolidation"],
         "failed_consolidation": stats["failed_consolidation"],
         "total_observations": by_type.get("observation", 0),
+        "consolidation": consolidation_status(svc, config),
     }

@@ -42,6 +42,38 @@ def provider_name(raw: str) -> str:
     return _ALIASES.get(name, name)
 
 
+# Hosted services that refuse calls without a key (the SDK's own variable counts for Anthropic and Gemini).
+_KEY_VARIABLES = {
+    "openai": (),
+    "groq": (),
+    "openrouter": (),
+    "anthropic": ("ANTHROPIC_API_KEY",),
+    "gemini": ("GEMINI_API_KEY", "GOOGLE_API_KEY"),
+}
+# Providers that talk to a server you run: they work with no model name (llama.cpp serves what it loaded).
+_MODEL_OPTIONAL = ("none", "openai", "llamacpp")
+
+
+def check_settings(settings: Any) -> list[str]:
+    """Warnings about the LLM settings; ValueError (saying what to set) when they cannot work."""
+    import difflib
+    import os
+
+    name = provider_name(settings.llm_provider)
+    if name not in PROVIDERS:
+        close = difflib.get_close_matches(name, [*PROVIDERS, *_ALIASES], n=1)
+        hint = f" (did you mean '{close[0]}'?)" if close else ""
+        raise ValueError(f"unknown LLM provider '{settings.llm_provider}'{hint}: set ENGRAM_LLM_PROVIDER to one of "
+                         f"{', '.join(PROVIDERS)}")
+    if name not in _MODEL_OPTIONAL and not settings.llm_model:
+        raise ValueError(f"LLM provider '{name}' needs a model name: set ENGRAM_LLM_MODEL")
+    hosted = name in _KEY_VARIABLES or (name == "openai-compatible" and not settings.llm_base_url)
+    has_key = settings.llm_api_key or any(os.environ.get(v) for v in _KEY_VARIABLES.get(name, ()))
+    if hosted and not has_key:
+        return [f"LLM provider '{name}' has no API key: set ENGRAM_LLM_API_KEY, or its calls will be refused"]
+    return []
+
+
 def from_settings(settings: Any, **overrides: Any) -> LLMProvider | None:
     """The provider `settings.llm_provider` names, or None when it is "none".
 
@@ -75,6 +107,7 @@ __all__ = [
     "OPENAI_COMPATIBLE",
     "PROVIDERS",
     "TokenUsage",
+    "check_settings",
     "ToolCall",
     "from_settings",
     "generate_structured",

@@ -27,7 +27,11 @@ class _UiFiles(StaticFiles):
 
 
 def mount(app: FastAPI) -> None:
-    """Serve the UI at `/ui/` (and redirect `/ui` there, so relative module paths resolve)."""
+    """Serve the UI at `/ui/` (and redirect `/` and `/ui` there, so relative module paths resolve)."""
+
+    @app.get("/", include_in_schema=False)
+    async def site_root() -> RedirectResponse:
+        return RedirectResponse(PREFIX + "/")
 
     @app.get(PREFIX, include_in_schema=False)
     async def ui_root() -> RedirectResponse:

@@ -39,8 +39,17 @@ function describe(status, body) {
 }
 
 /** `api("GET", "/banks", {query: {limit: 10}})`; arrays in `query` repeat the parameter. */
-export async function api(method, path, { query, body } = {}) {
-  const url = new URL(API + path, location.origin);
+export function api(method, path, options = {}) {
+  return request(method, API + path, options);
+}
+
+/** A route outside /v1/default, e.g. `apiRoot("GET", "/version")`. */
+export function apiRoot(method, path, options = {}) {
+  return request(method, ROOT + path, options);
+}
+
+async function request(method, path, { query, body } = {}) {
+  const url = new URL(path, location.origin);
   for (const [name, value] of Object.entries(query || {})) {
     if (value === undefined || value === null || value === "") continue;
     if (Array.isArray(value)) value.forEach((v) => url.searchParams.append(name, v));

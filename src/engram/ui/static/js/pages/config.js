@@ -2,6 +2,7 @@
 // (with live preview) and every other setting. Saves are PATCH …/config; a 400 names the field.
 
 import { api, bankPath, saveConfig } from "../api.js";
+import { llmConfigured, llmSettingNotice } from "../consolidation.js";
 import { clear, clearFlash, errorBox, h, markInvalid, notice, section } from "../dom.js";
 import { bankHref } from "../links.js";
 import { labelsEditor } from "./labels.js";
@@ -109,9 +110,10 @@ function settingsEditor(ctx, config, reload) {
 
 export async function renderConfig(ctx) {
   const tab = ctx.params.get("tab") || "labels";
-  const [config, scopes] = await Promise.all([
+  const [config, scopes, llm] = await Promise.all([
     api("GET", `${bankPath(ctx.bankId)}/config`),
     api("GET", `${bankPath(ctx.bankId)}/observations/scopes`, { query: { limit: 100 } }),
+    llmConfigured(),
   ]);
   if (!ctx.alive()) return;
   const flash = ctx.params.get("saved");
@@ -134,6 +136,7 @@ export async function renderConfig(ctx) {
       ),
     ),
     flash ? h("div", { id: "config-flash" }, notice(flash)) : null,
+    llm ? null : llmSettingNotice(),
     body,
   );
 }

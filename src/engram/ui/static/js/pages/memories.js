@@ -2,6 +2,7 @@
 // Filters live in the hash, so a filtered view can be linked and the back button works.
 
 import { api, bankPath } from "../api.js";
+import { consolidationOffNotice, consolidationStatus } from "../consolidation.js";
 import { bankHref } from "../links.js";
 import { badge, clear, fmtDate, h, splitList, tagChips } from "../dom.js";
 
@@ -18,10 +19,11 @@ function select(name, options, value, labels = {}) {
   );
 }
 
-function consolidation(item) {
+function consolidation(item, status) {
   if (item.fact_type === "observation") return h("span", { class: "muted" }, `${item.proof_count} proofs`);
   if (item.consolidation_failed_at && !item.consolidated_at) return badge("failed", "failed");
   if (item.consolidated_at) return badge("consolidated", "completed");
+  if (!status.enabled) return h("span", { class: "badge badge-off", title: `consolidation is off: ${status.reason}` }, "off");
   return badge("pending", "pending");
 }
 
@@ -30,7 +32,7 @@ export async function renderMemories(ctx) {
   const limit = Number(p.get("limit") || 50);
   const offset = Number(p.get("offset") || 0);
   const tags = splitList(p.get("tags"));
-  const result = await api("GET", `${bankPath(ctx.bankId)}/memories/list`, {
+  const listing = api("GET", `${bankPath(ctx.bankId)}/memories/list`, {
     query: {
       type: p.get("type"),
       q: p.get("q"),
@@ -41,6 +43,7 @@ export async function renderMemories(ctx) {
       offset,
     },
   });
+  const [result, status] = await Promise.all([listing, consolidationStatus(ctx.bankId)]);
   if (!ctx.alive()) return;
 
   const form = h(
@@ -80,7 +83,7 @@ export async function renderMemories(ctx) {
       h("td", { class: "nowrap" }, fmtDate(item.date)),
       h("td", { class: "small" }, item.entities),
       h("td", {}, tagChips(item.tags, "")),
-      h("td", {}, consolidation(item)),
+      h("td", {}, consolidation(item, status)),
     ),
   );
 
@@ -101,6 +104,7 @@ export async function renderMemories(ctx) {
   clear(
     ctx.main,
     h("h1", {}, "Memories"),
+    status.enabled ? null : consolidationOffNotice(ctx.bankId, status),
     form,
     result.items.length
       ? h(

@@ -2,6 +2,7 @@
 // observation the evidence it rests on (quotes from its source facts), its proof count and history.
 
 import { api, bankPath } from "../api.js";
+import { consolidationStatus, settingHref } from "../consolidation.js";
 import { badge, clear, errorBox, facts, fmtDate, h, section, shortId, tagChips } from "../dom.js";
 import { bankHref } from "../links.js";
 
@@ -16,10 +17,18 @@ function entityChips(ctx, names) {
   );
 }
 
-function consolidationState(memory) {
+function consolidationState(ctx, memory, status) {
   if (memory.fact_type === "observation") return null;
   if (memory.consolidated_at) return `consolidated ${fmtDate(memory.consolidated_at)}`;
   if (memory.consolidation_failed_at) return `failed ${fmtDate(memory.consolidation_failed_at)}: ${memory.consolidation_error || ""}`;
+  if (!status.enabled) {
+    return h(
+      "span",
+      { class: "consolidation-off" },
+      `off (${status.reason}) · `,
+      h("a", { href: settingHref(ctx.bankId, status) }, `set ${status.setting}`),
+    );
+  }
   return "awaiting consolidation";
 }
 
@@ -105,7 +114,10 @@ async function historySection(ctx, memory) {
 }
 
 export async function renderMemory(ctx) {
-  const memory = await api("GET", `${bankPath(ctx.bankId)}/memories/${encodeURIComponent(ctx.id)}`);
+  const [memory, status] = await Promise.all([
+    api("GET", `${bankPath(ctx.bankId)}/memories/${encodeURIComponent(ctx.id)}`),
+    consolidationStatus(ctx.bankId),
+  ]);
   if (!ctx.alive()) return;
   const isObservation = memory.fact_type === "observation";
   const details = section(
@@ -122,7 +134,7 @@ export async function renderMemory(ctx) {
       ["Context", memory.context],
       ["Tags", tagChips(memory.tags)],
       ["Entities", entityChips(ctx, memory.entities)],
-      ["Consolidation", consolidationState(memory)],
+      ["Consolidation", consolidationState(ctx, memory, status)],
       ["Scopes", memory.observation_scopes ? JSON.stringify(memory.observation_scopes) : ""],
       ["Metadata", Object.keys(memory.metadata || {}).length ? JSON.stringify(memory.metadata) : ""],
     ]),

@@ -1,6 +1,7 @@
 // One bank at a glance: counts by type, consolidation state, operations and its tags.
 
 import { api, bankPath } from "../api.js";
+import { consolidationOffNotice } from "../consolidation.js";
 import { bankHref } from "../links.js";
 import { clear, fmtDate, h, section } from "../dom.js";
 
@@ -18,6 +19,7 @@ export async function renderOverview(ctx) {
   if (!ctx.alive()) return;
   const byType = stats.nodes_by_fact_type || {};
   const memories = (params) => bankHref(ctx.bankId, "memories", params);
+  const consolidationOff = stats.consolidation && !stats.consolidation.enabled;
 
   const cards = h(
     "div",
@@ -27,7 +29,11 @@ export async function renderOverview(ctx) {
     stat("observations", stats.total_observations, bankHref(ctx.bankId, "observations")),
     stat("documents", stats.total_documents),
     stat("links", stats.total_links),
-    stat("awaiting consolidation", stats.pending_consolidation, memories({ consolidation_state: "pending" })),
+    stat(
+      consolidationOff ? "not consolidated (off)" : "awaiting consolidation",
+      stats.pending_consolidation,
+      memories({ consolidation_state: "pending" }),
+    ),
     stat("failed consolidation", stats.failed_consolidation, memories({ consolidation_state: "failed" })),
     stat("pending operations", stats.pending_operations, bankHref(ctx.bankId, "operations")),
     stat("failed operations", stats.failed_operations, bankHref(ctx.bankId, "operations", { status: "failed" })),
@@ -38,6 +44,7 @@ export async function renderOverview(ctx) {
   clear(
     ctx.main,
     h("h1", {}, ctx.bankId),
+    consolidationOff ? consolidationOffNotice(ctx.bankId, stats.consolidation) : null,
     cards,
     h(
       "div",
