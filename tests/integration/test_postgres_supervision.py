@@ -178,3 +178,15 @@ def test_with_two_servers_on_a_home_one_starts_the_killed_postmaster_and_the_oth
         for server in servers:
             server.stop()
     assert running_server(home / "pg") is None
+
+
+def test_the_launcher_that_started_the_server_leaving_first_leaves_it_to_the_one_that_joined(home: Path) -> None:
+    starter, joiner = EmbeddedPostgres(home), EmbeddedPostgres(home)
+    starter.start()
+    joiner.start()
+    assert starter.started_here and not joiner.started_here
+    serving = postmaster(home).pid
+    starter.stop()
+    assert postmaster(home).pid == serving, "still running for the one that joined"
+    joiner.stop()
+    assert running_server(home / "pg") is None, "the last one out stopped it"
