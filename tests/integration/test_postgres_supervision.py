@@ -85,6 +85,38 @@ def test_a_killed_postmaster_is_started_again_without_restarting_engram(home: Pa
     assert running_server(home / "pg") is None, "the only user stopped it on its way out"
 
 
+def test_while_postgres_cannot_start_the_server_answers_503_and_keeps_trying(home: Path, bank_id: str) -> None:
+    server = serve(home, "supervised-backoff")
+    auto_conf = home / "pg" / "postgresql.auto.conf"
+    original = auto_conf.read_text()
+    try:
+        with server.client() as http:
+            assert retain(http, bank_id, "Tudor fired the pottery kiln.").status_code == 200
+            auto_conf.write_text(original + "shared_buffers = 'plenty'\n")  # every start fails now
+            os.kill(postmaster(home).pid, signal.SIGKILL)
+            wait_for(lambda: "starting the embedded PostgreSQL failed (attempt 3)" in server.log(),
+                     "the supervisor to retry", 60)
+            health, ready = http.get("/health"), http.get("/health/ready")
+            assert health.status_code == 503 and health.json()["status"] == "unhealthy", health.text
+            assert ready.status_code == 503 and ready.json()["status"] == "not ready", ready.text
+            assert int(health.headers["Retry-After"]) > 0
+            assert http.get("/health/live").status_code == 200
+            refused = retain(http, bank_id, "Tudor glazed forty bowls.")
+            assert refused.status_code == 503, refused.text
+            assert "Retry-After" in refused.headers
+
+            auto_conf.write_text(original)
+            wait_for(lambda: status(http, "/health") == 200, "the next attempt to start PostgreSQL", 60)
+            assert retain(http, bank_id, "Tudor glazed forty bowls.").status_code == 200
+            assert facts(http, bank_id) == ["Tudor fired the pottery kiln.", "Tudor glazed forty bowls."]
+        log = server.log()
+        assert "shared_buffers" in log, "each failed attempt is logged with its reason"
+        assert "next attempt in 1 s" in log and "next attempt in 2 s" in log and "next attempt in 4 s" in log
+    finally:
+        auto_conf.write_text(original)
+        server.stop()
+
+
 def test_the_first_server_on_a_home_stopping_leaves_postgres_to_the_second(home: Path, bank_id: str) -> None:
     first, second = serve(home, "home-first"), serve(home, "home-second")
     try:
@@ -146,3 +178,15 @@ def test_with_two_servers_on_a_home_one_starts_the_killed_postmaster_and_the_oth
         for server in servers:
             server.stop()
     assert running_server(home / "pg") is None
+
+
+def test_the_launcher_that_started_the_server_leaving_first_leaves_it_to_the_one_that_joined(home: Path) -> None:
+    starter, joiner = EmbeddedPostgres(home), EmbeddedPostgres(home)
+    starter.start()
+    joiner.start()
+    assert starter.started_here and not joiner.started_here
+    serving = postmaster(home).pid
+    starter.stop()
+    assert postmaster(home).pid == serving, "still running for the one that joined"
+    joiner.stop()
+    assert running_server(home / "pg") is None, "the last one out stopped it"

@@ -20,14 +20,11 @@ log = logging.getLogger("engram.api")
 RETRY_AFTER = "5"
 
 
-def unavailable_response(detail: str) -> JSONResponse:
-    return JSONResponse(status_code=503, content={"detail": detail, "error": "StoreUnavailable"},
-                        headers={"Retry-After": RETRY_AFTER})
-
-
 def database_unavailable_response(exc: BaseException) -> JSONResponse:
     log.warning("the database is unavailable: %s: %s", type(exc).__name__, exc)
-    return unavailable_response(f"the database is unavailable ({type(exc).__name__}: {exc}); retry when it is back")
+    detail = f"the database is unavailable ({type(exc).__name__}: {exc}); retry when it is back"
+    return JSONResponse(status_code=503, content={"detail": detail, "error": "StoreUnavailable"},
+                        headers={"Retry-After": RETRY_AFTER})
 
 
 def unexpected_error_response(exc: BaseException) -> JSONResponse:

@@ -64,8 +64,11 @@ class PostgresSupervisor:
                 # answering 503s meanwhile.
                 booted = await asyncio.to_thread(self.embedded.recover)
             except Exception as exc:  # any failure is retried: the supervisor must outlive it
+                # The first failure with the log's tail; later ones in a line each (the tail repeats).
+                first_line = (str(exc).split("; end of")[0].splitlines() or [type(exc).__name__])[0]
+                reason = str(exc) if attempt == 1 else f"{first_line} (see {self.embedded.log_path})"
                 log.warning("starting the embedded PostgreSQL failed (attempt %d): %s; next attempt in %.0f s",
-                            attempt, exc, delay)
+                            attempt, reason, delay)
                 if await self._pause(delay):
                     return
                 delay = min(delay * 2, self.max_retry)

@@ -53,15 +53,22 @@ class Worker:
 
     async def _loop(self, slot: int) -> None:
         interval = self.services.settings.worker_poll_interval
+        unavailable = False  # logged once when the database goes, once when it is back: not every poll
         while not self._stopping:
             try:
                 ran = await self.run_one()
             except Exception as exc:  # the database may be restarting: keep the worker alive
-                if is_unavailable(exc):  # expected while it restarts: one line, not a traceback per poll
-                    log.warning("worker slot %d: the database is unavailable (%s: %s)", slot, type(exc).__name__, exc)
-                else:
+                if not is_unavailable(exc):
                     log.exception("worker slot %d: claiming failed", slot)
+                elif not unavailable:
+                    log.warning("worker slot %d: the database is unavailable (%s: %s); polling until it is back",
+                                slot, type(exc).__name__, exc)
+                unavailable = is_unavailable(exc)
                 ran = False
+            else:
+                if unavailable:
+                    log.info("worker slot %d: the database is back", slot)
+                unavailable = False
             if ran:
                 continue
             self._wake.clear()
