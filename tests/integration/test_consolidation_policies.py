@@ -14,8 +14,8 @@ from engram.consolidate.prompt import DEFAULT_RULES
 from engram.models.embedder import embedder
 from tests.conftest import RunningServer
 from tests.integration.test_consolidation import Script, fact_line, observation_handle, observations
-from tests.support.scripted_llm import ChatRequest, ScriptedLLM
-from tests.support.waiting import settle
+from tests.support.scripted_llm import ChatRequest, Reply, ScriptedLLM
+from tests.support.waiting import settle, wait_for
 
 PEANUTS = "The user is allergic to peanuts."
 PEANUTS_TWIN = "The user is allergic to peanuts"  # cosine 0.994 with PEANUTS
@@ -259,6 +259,23 @@ def test_observation_scopes_on_consolidate_pick_the_facts(http: httpx.Client, ll
     http.post(f"/v1/default/banks/{bank_id}/consolidate").raise_for_status()
     settle(http, bank_id)
     assert done() == set(TAGGED)
+
+
+def test_one_consolidation_job_waits_per_bank(http: httpx.Client, llm: ScriptedLLM, bank_id: str) -> None:
+    script = PolicyScript(llm)
+    script.decide = lambda request: Reply.delay(1.5, then=Reply.json(create_each_fact()(request)))
+    configure(http, bank_id, enable_auto_consolidation=False)
+    retain(http, bank_id, "The user collects stamps.")
+    url = f"/v1/default/banks/{bank_id}/consolidate"
+    running = http.post(url).json()
+    wait_for(lambda: consolidation_requests(llm), "the first job to reach the LLM")
+    waiting = http.post(url).json()
+    again = http.post(url).json()
+    assert not waiting["deduplicated"] and waiting["operation_id"] != running["operation_id"], (
+        "a running job is not reused: facts retained since would be missed")
+    assert again == {"operation_id": waiting["operation_id"], "deduplicated": True}
+    settle(http, bank_id)
+    assert len(consolidation_requests(llm)) == 1 and len(observations(http, bank_id)) == 1
 
 
 # --- lifecycle -------------------------------------------------------------------------------------------
