@@ -14,8 +14,8 @@ from engram.consolidate.prompt import DEFAULT_RULES
 from engram.models.embedder import embedder
 from tests.conftest import RunningServer
 from tests.integration.test_consolidation import Script, fact_line, observation_handle, observations
-from tests.support.scripted_llm import ChatRequest, ScriptedLLM
-from tests.support.waiting import settle
+from tests.support.scripted_llm import ChatRequest, Reply, ScriptedLLM
+from tests.support.waiting import settle, wait_for
 
 PEANUTS = "The user is allergic to peanuts."
 PEANUTS_TWIN = "The user is allergic to peanuts"  # cosine 0.994 with PEANUTS
@@ -149,6 +149,8 @@ def test_missions_reach_the_prompt_of_their_scope_only(http: httpx.Client, llm: 
     script.decide = create_each_fact()
     configure(http, bank_id, observations_mission="BANK-MISSION: record only food preferences.",
               consolidation_strategies=[
+                  # matches observation scopes, not memory tags: none of the three scopes has both
+                  {"scopes": [{"tags": ["company:*", "team:*"]}], "observations_mission": "BOTH-MISSION"},
                   {"scopes": [{"tags": ["team:*"]}], "observations_mission": "TEAM-MISSION: record decisions."},
                   {"scopes": [{"tags": ["company:*"]}], "max_observations_per_scope": 20},
               ])
@@ -161,6 +163,7 @@ def test_missions_reach_the_prompt_of_their_scope_only(http: httpx.Client, llm: 
     for scope in ("Scope: user:dana", "Scope: company:acme"):  # no strategy mission: the bank's
         assert "BANK-MISSION" in prompts[scope] and "TEAM-MISSION" not in prompts[scope]
     assert all(DEFAULT_RULES not in prompt for prompt in prompts.values()), "a mission replaces the built-in rules"
+    assert not any("BOTH-MISSION" in prompt for prompt in prompts.values())
 
 
 def test_a_blank_mission_means_the_built_in_rules(http: httpx.Client, llm: ScriptedLLM, bank_id: str) -> None:
@@ -190,6 +193,35 @@ def test_the_observation_cap_refuses_creates_past_it(http: httpx.Client, llm: Sc
     retain(http, bank_id, "The user mentioned a bicycle.")
     assert len([o for o in observations(http, bank_id) if not o["tags"]]) == 2, "a full scope stays full"
     assert all(f["consolidated_at"] for f in facts(http, bank_id).values()), "a refused create loses no fact"
+
+
+SWIMS = ["The user swims on Mondays.", "The user swims on Thursdays.", "The user swims in the sea in summer."]
+
+
+@pytest.mark.parametrize("budget", ["default", "per_observation", "none"])
+def test_source_fact_budgets_bound_what_consolidation_shows(http: httpx.Client, llm: ScriptedLLM, bank_id: str,
+                                                            budget: str) -> None:
+    from engram.models.tokens import count_tokens_batch
+
+    newest_tokens = count_tokens_batch([SWIMS[1]])[0]
+    updates = {"default": {},
+               "per_observation": {"consolidation_source_facts_max_tokens_per_observation": newest_tokens},
+               "none": {"consolidation_source_facts_max_tokens": 0}}[budget]
+    if updates:
+        configure(http, bank_id, **updates)
+    script = PolicyScript(llm)
+    script.decide = lambda request: (
+        {"updates": [{"observation": "O1", "text": "The user swims every week",
+                      "evidence": [{"fact": "F1", "quote": "swims"}]}]}
+        if observation_handle(request, "swims") else
+        {"creates": [{"text": "The user swims every week", "evidence": [{"fact": "F1", "quote": "swims"}]}]}
+    )
+    for text in SWIMS:
+        retain(http, bank_id, text)
+    last = consolidation_requests(llm)[-1].user_text
+    shown = [line.split("source: ", 1)[1] for line in last.splitlines() if line.startswith("    - source: ")]
+    expected = {"default": [SWIMS[1], SWIMS[0]], "per_observation": [SWIMS[1]], "none": []}[budget]
+    assert shown == expected, "newest source first, within the budget"
 
 
 # --- targeted consolidation ----------------------------------------------------------------------------
@@ -227,6 +259,23 @@ def test_observation_scopes_on_consolidate_pick_the_facts(http: httpx.Client, ll
     http.post(f"/v1/default/banks/{bank_id}/consolidate").raise_for_status()
     settle(http, bank_id)
     assert done() == set(TAGGED)
+
+
+def test_one_consolidation_job_waits_per_bank(http: httpx.Client, llm: ScriptedLLM, bank_id: str) -> None:
+    script = PolicyScript(llm)
+    script.decide = lambda request: Reply.delay(1.5, then=Reply.json(create_each_fact()(request)))
+    configure(http, bank_id, enable_auto_consolidation=False)
+    retain(http, bank_id, "The user collects stamps.")
+    url = f"/v1/default/banks/{bank_id}/consolidate"
+    running = http.post(url).json()
+    wait_for(lambda: consolidation_requests(llm), "the first job to reach the LLM")
+    waiting = http.post(url).json()
+    again = http.post(url).json()
+    assert not waiting["deduplicated"] and waiting["operation_id"] != running["operation_id"], (
+        "a running job is not reused: facts retained since would be missed")
+    assert again == {"operation_id": waiting["operation_id"], "deduplicated": True}
+    settle(http, bank_id)
+    assert len(consolidation_requests(llm)) == 1 and len(observations(http, bank_id)) == 1
 
 
 # --- lifecycle -------------------------------------------------------------------------------------------
@@ -318,6 +367,8 @@ def test_a_delete_is_refined_into_the_new_belief_or_refused(http: httpx.Client, 
                                                   "evidence": [{"fact": "F1", "quote": "Paris"}]}]}
     retain(http, bank_id, "The user lives in Paris.")
     (paris,) = observations(http, bank_id)
+    history_url = f"/v1/default/banks/{bank_id}/memories/{paris['id']}/history"
+    created_at = http.get(history_url).json()["current"]["updated_at"]
 
     # A plain delete with nothing to carry the belief on: refused, the observation stays.
     script.decide = lambda request: {"deletes": [{"observation": observation_handle(request, "Paris")}]}
@@ -334,5 +385,6 @@ def test_a_delete_is_refined_into_the_new_belief_or_refused(http: httpx.Client, 
     (moved,) = observations(http, bank_id)
     assert moved["id"] == paris["id"] and moved["text"] == "The user lived in Paris and moved to Berlin in 2023"
     assert moved["proof_count"] == 2
-    history = http.get(f"/v1/default/banks/{bank_id}/memories/{moved['id']}/history").json()["history"]
-    assert [h["text"] for h in history] == ["The user lives in Paris"]
+    refined = http.get(history_url).json()
+    assert [h["text"] for h in refined["history"]] == ["The user lives in Paris"]
+    assert refined["current"]["updated_at"] > created_at, "the observation records when it was last updated"

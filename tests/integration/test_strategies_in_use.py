@@ -100,16 +100,21 @@ async def drop_one_scope(dsn: str, bank_id: str) -> None:
         await conn.close()
 
 
-def test_the_preview_scans_at_most_10000_scopes(server: RunningServer, pg_dsn: str, bank_id: str) -> None:
-    asyncio.run(add_scopes(pg_dsn, bank_id, 10_001))
+def test_the_preview_scans_at_most_10000_scopes(isolated_dsn: str, bank_id: str) -> None:
+    # A database of its own: 10,001 rows in the shared one would sit in every other test's vector index.
+    server = start_server(isolated_dsn, name="many-scopes")
     draft = {"strategies": [{"scopes": [{"tags": ["session:*"]}], "observations_mission": "Sessions."}],
              "sample_limit": 1}
-    with server.client() as http:
-        over = http.post(f"/v1/default/banks/{bank_id}/consolidation-strategies/preview", json=draft).json()
-        assert over["scopes_scanned"] == 10_000 and over["complete"] is False
-        assert over["strategies"][0]["claimed_count"] == 10_000, "counts are lower bounds"
-        asyncio.run(drop_one_scope(pg_dsn, bank_id))
-        exact = http.post(f"/v1/default/banks/{bank_id}/consolidation-strategies/preview", json=draft).json()
-        assert exact["scopes_scanned"] == 10_000 and exact["complete"] is True
-        total = http.get(f"/v1/default/banks/{bank_id}/observations/scopes", params={"limit": 1}).json()["total"]
-        assert total == 10_000
+    try:
+        asyncio.run(add_scopes(isolated_dsn, bank_id, 10_001))
+        with server.client() as http:
+            over = http.post(f"/v1/default/banks/{bank_id}/consolidation-strategies/preview", json=draft).json()
+            assert over["scopes_scanned"] == 10_000 and over["complete"] is False
+            assert over["strategies"][0]["claimed_count"] == 10_000, "counts are lower bounds"
+            asyncio.run(drop_one_scope(isolated_dsn, bank_id))
+            exact = http.post(f"/v1/default/banks/{bank_id}/consolidation-strategies/preview", json=draft).json()
+            assert exact["scopes_scanned"] == 10_000 and exact["complete"] is True
+            scopes = http.get(f"/v1/default/banks/{bank_id}/observations/scopes", params={"limit": 1}).json()
+            assert scopes["total"] == 10_000
+    finally:
+        server.stop()

@@ -144,17 +144,15 @@ async def _source_texts(
     """The facts under each shown observation, newest first, within the scope's source-fact budgets
     (`consolidation_source_facts_max_tokens` overall, `…_per_observation` each; -1 = no limit)."""
     from engram.models.tokens import count_tokens_batch
+    from engram.store.observation_sources import newest_sources
 
-    wanted = [s for o in observations for s in list(o["source_memory_ids"])[-SOURCES_PER_OBSERVATION:]]
-    if not wanted or settings.source_facts_max_tokens == 0:
+    if not observations or settings.source_facts_max_tokens == 0:
         return {}
-    rows = {r["id"]: r["text"] for r in await services.pool.fetch(
-        "SELECT id, text FROM memory_units WHERE id = ANY($1::uuid[])", wanted)}
+    sources = await newest_sources(services.pool, [o["id"] for o in observations], SOURCES_PER_OBSERVATION)
     total_left = settings.source_facts_max_tokens
     shown: dict[uuid.UUID, list[str]] = {}
     for observation in observations:
-        texts = [rows[s] for s in reversed(list(observation["source_memory_ids"])) if s in rows]
-        texts = texts[:SOURCES_PER_OBSERVATION]
+        texts = sources[observation["id"]]
         kept, used = [], 0
         for text, tokens in zip(texts, count_tokens_batch(texts)):
             per_left = settings.source_facts_max_tokens_per_observation
