@@ -38,9 +38,10 @@ function describe(status, body) {
   return `HTTP ${status}${typeof body === "string" && body ? `: ${body.slice(0, 200)}` : ""}`;
 }
 
-/** `api("GET", "/banks", {query: {limit: 10}})`; arrays in `query` repeat the parameter. */
-export async function api(method, path, { query, body } = {}) {
-  const url = new URL(API + path, location.origin);
+/** `api("GET", "/banks", {query: {limit: 10}})`; arrays in `query` repeat the parameter; `base`
+ * replaces the `/v1/default` prefix. */
+export async function api(method, path, { query, body, base = API } = {}) {
+  const url = new URL(base + path, location.origin);
   for (const [name, value] of Object.entries(query || {})) {
     if (value === undefined || value === null || value === "") continue;
     if (Array.isArray(value)) value.forEach((v) => url.searchParams.append(name, v));
@@ -67,6 +68,9 @@ export async function api(method, path, { query, body } = {}) {
 }
 
 export const bankPath = (bankId) => `/banks/${encodeURIComponent(bankId)}`;
+
+/** The bank settings' JSON schema: each setting's type, range (minimum/maximum, enum) and default. */
+export const configSchema = () => api("GET", "/bank-config-schema", { base: `${ROOT}/v1` });
 
 /** PATCH a bank's config overrides (null drops one); returns the new config or throws the ApiError. */
 export function saveConfig(bankId, updates) {
