@@ -133,6 +133,11 @@ def test_strategies_use_the_same_ranges_as_the_bank_wide_settings(http: httpx.Cl
     strategies = [{"scopes": [{"tags": ["team"]}], "max_observations_per_scope": -7}]
     refused(http.patch(config_path(bank_id), json={"updates": {"consolidation_strategies": strategies}}),
             "updates.consolidation_strategies[0].max_observations_per_scope")
+    retain_strategies = {"fast": {"retain_chunk_size": -1, "some_hindsight_only_key": 1}}
+    refused(http.patch(config_path(bank_id), json={"updates": {"retain_strategies": retain_strategies}}),
+            "updates.retain_strategies.fast.retain_chunk_size")
+    retain_strategies["fast"]["retain_chunk_size"] = 800
+    assert http.patch(config_path(bank_id), json={"updates": {"retain_strategies": retain_strategies}}).is_success
 
 
 # --- values stored before ranges existed -------------------------------------------------------
