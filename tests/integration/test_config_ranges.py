@@ -175,6 +175,10 @@ def test_stored_invalid_values_are_ignored_not_fatal(http: httpx.Client, pg_dsn:
     assert recall.status_code == 200, recall.text
     assert recall.json()["results"], "recall runs with the default budget"
 
+    exported = http.get(f"{BANKS}/{bank_id}/export").json()
+    assert exported["bank"] == {"retain_mission": "Ports"}, "only the settings in effect are exported"
+    assert http.post(f"{BANKS}/{bank_id}/import", json=exported).status_code == 200
+
     fixed = http.patch(config_path(bank_id), json={"updates": {"recall_budget_fixed_mid": 50}})
     assert "recall_budget_fixed_mid" not in fixed.json()["invalid_overrides"], "a valid value replaces it"
 
