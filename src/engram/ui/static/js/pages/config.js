@@ -30,8 +30,10 @@ function kindOf(value, prop) {
 /** The schema's rule for a setting in words: its range, choices or length. */
 function rule(prop) {
   if (!prop) return "";
-  const choices = prop.enum || (prop.items && prop.items.enum);
-  if (choices) return `${prop.items ? "any of" : "one of"} ${choices.filter((c) => c !== null).join(", ")}`;
+  const choices = (prop.enum || (prop.items && prop.items.enum) || []).filter((c) => c !== null);
+  const words = prop.items ? "any of" : "one of";
+  if (choices.length > 8) return `${words} ${choices.length} names (${choices.slice(0, 3).join(", ")}, …)`;
+  if (choices.length) return `${words} ${choices.join(", ")}`;
   const low = prop.minimum ?? prop.exclusiveMinimum;
   if (low !== undefined && prop.maximum !== undefined) {
     return `${prop.exclusiveMinimum !== undefined ? ">" : ""}${low} … ${prop.maximum}`;
@@ -99,7 +101,8 @@ function settingsEditor(ctx, config, schema, reload) {
         { "data-path": key },
         h("th", {}, h("code", {}, key)),
         h("td", {}, input),
-        h("td", { class: "muted small rule" }, rule(prop)),
+        h("td", { class: "muted small rule", title: prop && prop.items && prop.items.enum ? prop.items.enum.join(", ") : null },
+          rule(prop)),
         h("td", {}, invalid
           ? h("span", { class: "badge badge-invalid", title: invalid }, "invalid — ignored")
           : overridden ? h("span", { class: "badge badge-override" }, "override") : h("span", { class: "muted small" }, "default")),
