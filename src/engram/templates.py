@@ -25,7 +25,7 @@ class TemplateMentalModel(Model):
     name: str
     source_query: str
     tags: list[str] = Field(default_factory=list)
-    max_tokens: int = 2048
+    max_tokens: int = Field(2048, ge=256, le=8192)  # Hindsight's BankTemplateMentalModel range
     trigger: MentalModelTrigger = Field(default_factory=MentalModelTrigger)
 
 

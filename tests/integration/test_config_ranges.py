@@ -123,6 +123,8 @@ def test_templates_refuse_out_of_range_settings_naming_the_key(http: httpx.Clien
         refused(http.post(f"{BANKS}/{bank_id}/import", params={"dry_run": dry_run}, json=manifest),
                 "bank.retain_chunk_size")
     assert http.get(config_path(bank_id)).json()["overrides"] == {}, "nothing of the manifest was applied"
+    oversized = {"version": "1", "mental_models": [{"id": "m", "name": "M", "source_query": "?", "max_tokens": 2**70}]}
+    refused_by_schema_or_range(http.post(f"{BANKS}/{bank_id}/import", json=oversized), "mental_models.0.max_tokens")
     manifest["bank"]["retain_chunk_size"] = 1200
     http.post(f"{BANKS}/{bank_id}/import", json=manifest).raise_for_status()
     assert http.get(config_path(bank_id)).json()["overrides"] == {"retain_mission": "Ports", "retain_chunk_size": 1200}
