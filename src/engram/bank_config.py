@@ -28,6 +28,20 @@ def _register_checks() -> None:
     VALUE_CHECKS["consolidation_strategies"] = check_strategies
     VALUE_CHECKS["observation_scope_limits"] = check_scope_limits
     VALUE_CHECKS["default_observation_scopes"] = lambda raw: validate_scope_spec(raw, "default_observation_scopes")
+    VALUE_CHECKS["retain_strategies"] = check_retain_strategies
+
+
+def check_retain_strategies(raw: dict[str, Any]) -> None:
+    """Each named retain strategy overrides bank settings: the same ranges apply. Keys that are not
+    bank settings are ignored, as Hindsight does."""
+    for name, overrides in raw.items():
+        if not isinstance(overrides, dict):
+            raise ValueError(f"retain_strategies.{name}: must be an object of settings")
+        for key, value in overrides.items():
+            setting = BANK_SETTINGS.get(key)
+            problem = setting.problem(value) if setting is not None else None
+            if problem is not None:
+                raise ValueError(f"retain_strategies.{name}.{key}: {problem}")
 
 
 _register_checks()

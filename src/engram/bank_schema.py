@@ -131,10 +131,22 @@ def _number(value: float | None) -> str:
     return str(int(value)) if value is not None and float(value).is_integer() else str(value)
 
 
+# Hindsight 1.1.0's MCP tool names: a bank template written for Hindsight may list them in
+# `mcp_enabled_tools`; the ones Engram does not have are simply never offered.
+HINDSIGHT_MCP_TOOLS = (
+    "retain", "sync_retain", "recall", "reflect", "create_mental_model", "list_mental_models",
+    "get_mental_model", "update_mental_model", "delete_mental_model", "refresh_mental_model",
+    "clear_mental_model", "list_banks", "create_bank", "get_bank", "get_bank_stats", "update_bank",
+    "delete_bank", "clear_memories", "list_directives", "create_directive", "delete_directive",
+    "list_memories", "get_memory", "list_documents", "get_document", "delete_document",
+    "list_operations", "get_operation", "cancel_operation", "list_tags",
+)
+
+
 def _mcp_tool_names() -> list[str]:
     from engram.mcp.tools import TOOLS
 
-    return sorted(TOOLS)
+    return sorted({*TOOLS, *HINDSIGHT_MCP_TOOLS})
 
 
 def _count(name: str, default: int | None, low: int, high: int, description: str = "") -> BankSetting:
@@ -237,7 +249,7 @@ def settings_table() -> str:
     for setting in BANK_SETTINGS.values():
         allowed = setting.allowed()
         if allowed is not None and list in setting.kinds:
-            rule = "items from the MCP tool names"
+            rule = "MCP tool names (Engram's, or Hindsight 1.1.0's)"
         elif allowed is not None:
             rule = "one of " + ", ".join(f"`{choice}`" for choice in allowed)
         elif setting.max_length is not None:

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import Field
 
-from engram.bank_config import validate_updates
+from engram.bank_config import invalid_overrides, validate_updates
 from engram.errors import InvalidInput
 from engram.store import reflect_state as store
 from engram.store.banks import ensure_bank, get_bank, set_config_overrides
@@ -25,7 +25,7 @@ class TemplateMentalModel(Model):
     name: str
     source_query: str
     tags: list[str] = Field(default_factory=list)
-    max_tokens: int = 2048
+    max_tokens: int = Field(2048, ge=256, le=8192)  # Hindsight's BankTemplateMentalModel range
     trigger: MentalModelTrigger = Field(default_factory=MentalModelTrigger)
 
 
@@ -42,9 +42,11 @@ async def export_template(services: Services, bank_id: str) -> BankTemplateManif
                                                offset=0)
     directives, _ = await store.list_directives(services.pool, bank_id, tags=None, tags_match="any",
                                                 active_only=False, limit=10_000, offset=0)
+    overrides = dict(bank["config"] or {})
+    ignored = invalid_overrides(overrides)  # stored by an older version, not in effect: not exported
     return BankTemplateManifest(
         version=TEMPLATE_VERSION,
-        bank=dict(bank["config"] or {}),
+        bank={key: value for key, value in overrides.items() if key not in ignored},
         mental_models=[
             TemplateMentalModel(id=m["id"], name=m["name"], source_query=m["source_query"], tags=list(m["tags"]),
                                 max_tokens=m["max_tokens"], trigger=MentalModelTrigger.model_validate(m["trigger"]))

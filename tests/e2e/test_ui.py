@@ -13,7 +13,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.conftest import RunningServer, start_server
+from tests.conftest import RunningServer, _admin, start_server
 from tests.support.scripted_llm import Reply, ScriptedLLM
 from tests.support.waiting import settle
 
@@ -213,6 +213,21 @@ def test_the_settings_tab_names_a_wrong_value_and_saves_a_right_one(
     view.screenshot("11-config-settings")
     with server.client() as http:
         assert http.get(f"/v1/default/banks/{bank_id}/config").json()["overrides"] == {"retain_chunk_size": 2000}
+
+
+def test_the_settings_tab_shows_each_range_and_flags_a_stored_invalid_value(
+    ui, server: RunningServer, pg_dsn: str, bank_id: str
+) -> None:
+    with server.client() as http:
+        http.put(f"/v1/default/banks/{bank_id}", json={}).raise_for_status()
+    _admin(pg_dsn, f"UPDATE banks SET config = '{{\"disposition_empathy\": 9}}' WHERE bank_id = '{bank_id}'")
+    page = ui(server).open(f"#/b/{bank_id}/config?tab=settings")
+    assert page.locator("tr[data-path='retain_chunk_size'] .rule").inner_text() == "50 … 1000000"
+    assert page.locator("tr[data-path='retain_extraction_mode'] .rule").inner_text().startswith("one of concise")
+    badge = page.locator("tr[data-path='disposition_empathy'] .badge-invalid")
+    assert badge.inner_text() == "invalid — ignored"
+    assert "between 1 and 5" in badge.get_attribute("title")
+    assert page.locator("tr[data-path='disposition_empathy'] input").input_value() == "3", "the default applies"
 
 
 def test_the_api_key_field_is_sent_as_a_bearer_token(ui, isolated_dsn: str, bank_id: str) -> None:

@@ -66,7 +66,7 @@ def test_a_value_outside_its_range_is_400_naming_the_key(http: httpx.Client, ban
     http.put(f"{BANKS}/{bank_id}", json={}).raise_for_status()
     name = key.removeprefix("HINDSIGHT_API_").lower()
     body = refused(http.patch(config_path(bank_id), json={"updates": {key: value}}), f"updates.{name}")
-    assert "must be" in body["detail"] or "unknown value" in body["detail"], body
+    assert any(words in body["detail"] for words in ("must be", "unknown value", "beyond the 64-bit")), body
     assert http.get(config_path(bank_id)).json()["overrides"] == {}, "nothing was saved"
 
 
@@ -123,6 +123,8 @@ def test_templates_refuse_out_of_range_settings_naming_the_key(http: httpx.Clien
         refused(http.post(f"{BANKS}/{bank_id}/import", params={"dry_run": dry_run}, json=manifest),
                 "bank.retain_chunk_size")
     assert http.get(config_path(bank_id)).json()["overrides"] == {}, "nothing of the manifest was applied"
+    oversized = {"version": "1", "mental_models": [{"id": "m", "name": "M", "source_query": "?", "max_tokens": 2**70}]}
+    refused_by_schema_or_range(http.post(f"{BANKS}/{bank_id}/import", json=oversized), "mental_models.0.max_tokens")
     manifest["bank"]["retain_chunk_size"] = 1200
     http.post(f"{BANKS}/{bank_id}/import", json=manifest).raise_for_status()
     assert http.get(config_path(bank_id)).json()["overrides"] == {"retain_mission": "Ports", "retain_chunk_size": 1200}
@@ -133,6 +135,11 @@ def test_strategies_use_the_same_ranges_as_the_bank_wide_settings(http: httpx.Cl
     strategies = [{"scopes": [{"tags": ["team"]}], "max_observations_per_scope": -7}]
     refused(http.patch(config_path(bank_id), json={"updates": {"consolidation_strategies": strategies}}),
             "updates.consolidation_strategies[0].max_observations_per_scope")
+    retain_strategies = {"fast": {"retain_chunk_size": -1, "some_hindsight_only_key": 1}}
+    refused(http.patch(config_path(bank_id), json={"updates": {"retain_strategies": retain_strategies}}),
+            "updates.retain_strategies.fast.retain_chunk_size")
+    retain_strategies["fast"]["retain_chunk_size"] = 800
+    assert http.patch(config_path(bank_id), json={"updates": {"retain_strategies": retain_strategies}}).is_success
 
 
 # --- values stored before ranges existed -------------------------------------------------------
@@ -169,6 +176,10 @@ def test_stored_invalid_values_are_ignored_not_fatal(http: httpx.Client, pg_dsn:
     recall = http.post(f"{BANKS}/{bank_id}/memories/recall", json={"query": "When does the harbour office open?"})
     assert recall.status_code == 200, recall.text
     assert recall.json()["results"], "recall runs with the default budget"
+
+    exported = http.get(f"{BANKS}/{bank_id}/export").json()
+    assert exported["bank"] == {"retain_mission": "Ports"}, "only the settings in effect are exported"
+    assert http.post(f"{BANKS}/{bank_id}/import", json=exported).status_code == 200
 
     fixed = http.patch(config_path(bank_id), json={"updates": {"recall_budget_fixed_mid": 50}})
     assert "recall_budget_fixed_mid" not in fixed.json()["invalid_overrides"], "a valid value replaces it"

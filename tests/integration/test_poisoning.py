@@ -5,13 +5,18 @@ forever. Each is checked through a real server."""
 
 from __future__ import annotations
 
+import json
 import time
+import uuid
+from collections.abc import Iterator
 from importlib import resources
 from typing import Any
 
 import httpx
+import pytest
 
-from tests.conftest import _admin
+from tests.conftest import RunningServer, _admin
+from tests.support.scripted_llm import ChatRequest, Reply, ScriptedLLM
 
 BANKS = "/v1/default/banks"
 MIGRATIONS = resources.files("engram.store.migrations")
@@ -114,3 +119,91 @@ def test_relative_dates_next_to_the_ends_of_the_calendar_are_kept(http: httpx.Cl
     recall = http.post(f"{memories(bank_id)}/recall", json={"query": "When does the keeper leave the island?"})
     assert recall.status_code == 200, recall.text
     assert any("leaves the island" in r["text"] for r in recall.json()["results"])
+
+
+# --- item 4: operation ids are an idempotency key within one bank --------------------------------
+
+
+def test_an_operation_id_from_another_bank_is_a_409_never_a_silent_drop(http: httpx.Client) -> None:
+    first, second = f"test-{uuid.uuid4().hex[:10]}", f"test-{uuid.uuid4().hex[:10]}"
+    operation_id = str(uuid.uuid4())
+    ours = {"async": True, "operation_id": operation_id,
+            "items": [{"content": "The quartermaster counts the sails every Monday."}]}
+    accepted = http.post(memories(first), json=ours)
+    assert accepted.status_code == 200 and accepted.json()["operation_id"] == operation_id, accepted.text
+    assert wait_for_operation(http, first, operation_id)["status"] == "completed"
+
+    theirs = {"async": True, "operation_id": operation_id,
+              "items": [{"content": "The navigator charts the reef every Tuesday."}]}
+    refused = http.post(memories(second), json=theirs)
+    assert refused.status_code == 409, refused.text
+    assert first not in refused.text, "the refusal must not say which bank holds the id"
+    assert "operation_id" in refused.json()["detail"]
+    assert http.get(f"{BANKS}/{second}/operations/{operation_id}").json()["status"] == "not_found"
+    assert http.delete(f"{BANKS}/{second}/operations/{operation_id}").status_code == 404
+
+    again = http.post(memories(first), json=ours)  # the same request again: idempotent
+    assert again.status_code == 200 and again.json()["operation_id"] == operation_id, again.text
+    other_request = {**ours, "items": [{"content": "Something else entirely."}]}
+    assert http.post(memories(first), json=other_request).status_code == 409
+    texts = [m["text"] for m in http.get(f"{memories(first)}/list").json()["items"]]
+    assert len([t for t in texts if "quartermaster" in t]) == 1, texts
+    assert not any("Something else" in t for t in texts)
+
+    fresh = http.post(memories(second), json={**theirs, "operation_id": str(uuid.uuid4())})
+    assert fresh.status_code == 200, fresh.text
+    assert wait_for_operation(http, second, fresh.json()["operation_id"])["status"] == "completed"
+    assert any("navigator" in m["text"] for m in http.get(f"{memories(second)}/list").json()["items"])
+
+
+# --- item 5: text the database cannot hold ---------------------------------------------------------
+
+
+@pytest.fixture
+def llm_http(llm_server: RunningServer) -> Iterator[httpx.Client]:
+    with llm_server.client() as client:
+        yield client
+
+
+def one_fact_per_line(request: ChatRequest) -> dict[str, Any]:
+    text = request.user_text.split("Text:\n", 1)[-1]
+    return {"facts": [{"what": line.strip(), "fact_type": "world"} for line in text.splitlines() if line.strip()]}
+
+
+def test_an_llm_error_holding_a_nul_fails_the_operation_readably(llm_http: httpx.Client, llm: ScriptedLLM,
+                                                                 bank_id: str) -> None:
+    body = json.dumps({"error": {"message": "model said \u0000no\u0000 to \ud800 this", "type": "invalid_request"}})
+    llm.handler = lambda request: Reply.error(400, body)
+    queued = llm_http.post(memories(bank_id), json={
+        "async": True, "items": [{"content": "The cartographer redrew the northern coast."}]})
+    assert queued.status_code == 200, queued.text
+    operation_id = queued.json()["operation_id"]
+
+    failed = wait_for_operation(llm_http, bank_id, operation_id, timeout=20)
+    assert failed["status"] == "failed", failed
+    reason = failed["error_message"]
+    assert "HTTP 400" in reason and "model said no to \ufffd this" in reason, reason
+    assert "\x00" not in reason
+
+    llm.handler = one_fact_per_line
+    assert llm_http.post(f"{BANKS}/{bank_id}/operations/{operation_id}/retry").status_code == 200
+    assert wait_for_operation(llm_http, bank_id, operation_id)["status"] == "completed"
+    texts = [m["text"] for m in llm_http.get(f"{memories(bank_id)}/list").json()["items"]]
+    assert any("cartographer" in t for t in texts), texts
+
+
+def test_llm_output_the_database_cannot_hold_is_stored_cleaned(llm_http: httpx.Client, llm: ScriptedLLM,
+                                                               bank_id: str) -> None:
+    def answer(request: ChatRequest) -> Any:
+        if request.schema_name == "ExtractionOutput":
+            return {"facts": [{"what": "The cartog\u0000rapher met Ysolde \ud83c at the port.", "fact_type": "world",
+                               "entities": ["Ysol\u0000de", "port \udfff"]}]}
+        return one_fact_per_line(request)
+
+    llm.handler = answer
+    response = llm_http.post(memories(bank_id), json={"items": [{"content": "The cartographer met Ysolde."}]})
+    assert response.status_code == 200, response.text
+    [fact] = llm_http.get(f"{memories(bank_id)}/list").json()["items"]
+    assert fact["text"].startswith("The cartographer met Ysolde \ufffd at the port"), fact
+    names = {e["canonical_name"] for e in llm_http.get(f"{BANKS}/{bank_id}/entities").json()["items"]}
+    assert "Ysolde" in names and "port \ufffd" in names, names

@@ -3,6 +3,7 @@ against it, and the chunker terminates whatever size it is given."""
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 
 import pytest
@@ -43,7 +44,12 @@ def test_environment_values_outside_the_range_keep_the_default() -> None:
 def test_chunking_terminates_for_any_size(size: int) -> None:
     words = ["Harbour", "gates", "open", "at", "dawn.", "x" * 400, "Ships", "leave", "at", "noon."] * 30
     text = " ".join(words)
-    chunks = chunk_text(text, size)
+    result: list[list[str]] = []
+    worker = threading.Thread(target=lambda: result.append(chunk_text(text, size)), daemon=True)
+    worker.start()
+    worker.join(timeout=5)  # a size the chunker cannot handle used to loop forever
+    assert result, f"chunk_text(…, {size}) did not finish"
+    chunks = result[0]
     assert "".join(chunks).replace(" ", "") == text.replace(" ", ""), "nothing lost or repeated"
     effective = max(size, MIN_CHUNK_CHARS)
     assert all(len(chunk) <= effective for chunk in chunks)

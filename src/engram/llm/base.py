@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
 from engram.errors import LLMError
+from engram.store.storable import storable, storable_text
 
 
 class ProviderUnavailable(LLMError, ImportError):
@@ -72,6 +73,14 @@ class LLMResponse:
     tool_calls: list[ToolCall] = field(default_factory=list)
     usage: TokenUsage = field(default_factory=TokenUsage)
     finish_reason: str | None = None
+
+    def __post_init__(self) -> None:
+        # Whatever a model says may end up stored (facts, entity names, observations, answers): made
+        # storable here, the one point every provider's answer passes through.
+        if self.text is not None:
+            object.__setattr__(self, "text", storable_text(self.text))
+        calls = [ToolCall(call.id, call.name, storable(call.arguments)) for call in self.tool_calls]
+        object.__setattr__(self, "tool_calls", calls)
 
     def assistant_message(self) -> dict[str, Any]:
         """This answer as an OpenAI-style assistant message, to continue a tool loop."""

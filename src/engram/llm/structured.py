@@ -14,6 +14,7 @@ from pydantic import BaseModel, ValidationError
 
 from engram.errors import InvalidLLMOutput
 from engram.llm.base import LLMProvider, TokenUsage, excerpt
+from engram.store.storable import storable
 
 Output = TypeVar("Output", bound=BaseModel)
 
@@ -83,7 +84,7 @@ def parse_output(text: str | None, output_model: type[Output]) -> Output:
     """Validate the model's answer, tolerating code fences, reasoning blocks and surrounding prose."""
     if not text or not text.strip():
         raise InvalidOutput("the answer was empty")
-    data = extract_json(text)
+    data = storable(extract_json(text))  # JSON escapes can spell NUL or a lone surrogate: clean them too
     try:
         return output_model.model_validate(data)
     except ValidationError as exc:

@@ -12,6 +12,7 @@ from typing import Any
 import asyncpg
 
 from engram.store.instants import storable as storable_instant
+from engram.store.storable import storable, storable_text
 
 
 @dataclass
@@ -167,8 +168,8 @@ async def insert_units(conn: asyncpg.Connection, bank_id: str, units: list[UnitR
         [u.id for u in units],
         [u.document_id for u in units],
         [u.chunk_id for u in units],
-        [u.text for u in units],
-        [u.context for u in units],
+        [storable_text(u.text) for u in units],
+        [None if u.context is None else storable_text(u.context) for u in units],
         [u.fact_type for u in units],
         [u.fact_kind for u in units],
         [_vector_text(u.embedding) for u in units],
@@ -177,8 +178,8 @@ async def insert_units(conn: asyncpg.Connection, bank_id: str, units: list[UnitR
         [storable_instant(u.occurred_end) for u in units],
         [storable_instant(u.mentioned_at) for u in units],
         # JSON travels as text: asyncpg would read a list inside the array as a second dimension.
-        [json.dumps(u.tags) for u in units],
-        [json.dumps(u.metadata) for u in units],
+        [json.dumps(storable(u.tags)) for u in units],
+        [json.dumps(storable(u.metadata)) for u in units],
         [json.dumps(u.observation_scopes) for u in units],
         [u.token_count for u in units],
         [u.lead_in for u in units],

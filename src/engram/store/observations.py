@@ -9,6 +9,7 @@ from typing import Any
 import asyncpg
 
 from engram.models.tokens import count_tokens
+from engram.store.storable import storable_text
 from engram.store.tx import Conn
 
 HISTORY_LIMIT = 50
@@ -190,7 +191,7 @@ async def mark_failed(conn: Conn, fact_id: uuid.UUID, reason: str) -> None:
     await conn.execute(
         "UPDATE memory_units SET consolidation_failed_at = now(), consolidation_error = $2 WHERE id = $1",
         fact_id,
-        reason[:2000],
+        storable_text(reason[:2000]),
     )
 
 

@@ -10,6 +10,8 @@ from typing import Any
 
 import asyncpg
 
+from engram.errors import Conflict
+from engram.store.storable import storable, storable_text
 from engram.store.tx import Conn
 
 
@@ -25,8 +27,14 @@ async def enqueue(
     dedupe_key: str | None = None,
 ) -> tuple[uuid.UUID, bool]:
     """Add an operation; returns (id, created). With a dedupe key, an operation of the same key still
-    pending for the bank is returned instead; with an operation id that exists, that one is."""
+    pending for the bank is returned instead.
+
+    A caller-chosen `operation_id` is an idempotency key within the bank: the same request again
+    (same bank, type and payload) returns the existing operation. Any other use of an id that exists
+    — another request, or another bank — is a Conflict that does not say where the id is used, so a
+    write is never acknowledged and dropped, and no bank learns about another's operations."""
     new_id = operation_id or uuid.uuid4()
+    payload = storable(payload)
     row = await conn.fetchrow(
         """
         INSERT INTO async_operations (id, bank_id, operation_type, payload, items_count, document_id, dedupe_key)
@@ -45,6 +53,16 @@ async def enqueue(
     if row is not None:
         await conn.execute("SELECT pg_notify('engram_operations', $1)", str(new_id))
         return row["id"], True
+    if operation_id is not None:
+        same = await conn.fetchval(
+            "SELECT bank_id = $2 AND operation_type = $3 AND payload = $4::jsonb FROM async_operations WHERE id = $1",
+            operation_id, bank_id, operation_type, payload,
+        )
+        if same is True:
+            return operation_id, False
+        if same is False:
+            raise Conflict(f"operation_id '{operation_id}' is already used by another operation; "
+                           "send a new id (an id is reused only to repeat the same request)")
     existing = await conn.fetchval(
         """
         SELECT id FROM async_operations
@@ -94,7 +112,7 @@ async def report_progress(
         WHERE id = $1
         """,
         operation_id,
-        progress,
+        storable(progress),
         lease_seconds,
     )
 
@@ -120,7 +138,7 @@ async def complete(conn: Conn, operation_id: uuid.UUID, result: dict[str, Any]) 
         WHERE id = $1
         """,
         operation_id,
-        result,
+        storable(result),
     )
 
 
@@ -132,7 +150,7 @@ async def fail(conn: Conn, operation_id: uuid.UUID, error: str) -> None:
         WHERE id = $1
         """,
         operation_id,
-        error,
+        storable_text(error),
     )
 
 

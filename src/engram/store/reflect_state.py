@@ -9,6 +9,7 @@ from typing import Any
 import asyncpg
 
 from engram.store.sql import SqlParams, tags_condition
+from engram.store.storable import storable_text
 from engram.store.tx import Conn
 
 MODEL_HISTORY_LIMIT = 50
@@ -138,7 +139,7 @@ async def store_refresh(
 async def record_refresh_failure(conn: Conn, bank_id: str, model_id: str, reason: str) -> None:
     await conn.execute(
         "UPDATE mental_models SET last_refresh_failed_at = now(), last_refresh_error = $3 WHERE bank_id = $1 AND id = $2",
-        bank_id, model_id, reason[:2000],
+        bank_id, model_id, storable_text(reason[:2000]),
     )
 
 

@@ -38,9 +38,10 @@ function describe(status, body) {
   return `HTTP ${status}${typeof body === "string" && body ? `: ${body.slice(0, 200)}` : ""}`;
 }
 
-/** `api("GET", "/banks", {query: {limit: 10}})`; arrays in `query` repeat the parameter. */
-export function api(method, path, options = {}) {
-  return request(method, API + path, options);
+/** `api("GET", "/banks", {query: {limit: 10}})`; arrays in `query` repeat the parameter; `base`
+ * replaces the `/v1/default` prefix. */
+export function api(method, path, { base = API, ...options } = {}) {
+  return request(method, base + path, options);
 }
 
 /** A route outside /v1/default, e.g. `apiRoot("GET", "/version")`. */
@@ -76,6 +77,9 @@ async function request(method, path, { query, body } = {}) {
 }
 
 export const bankPath = (bankId) => `/banks/${encodeURIComponent(bankId)}`;
+
+/** The bank settings' JSON schema: each setting's type, range (minimum/maximum, enum) and default. */
+export const configSchema = () => api("GET", "/bank-config-schema", { base: `${ROOT}/v1` });
 
 /** PATCH a bank's config overrides (null drops one); returns the new config or throws the ApiError. */
 export function saveConfig(bankId, updates) {

@@ -1,7 +1,7 @@
 // The bank config editor: three tabs — the entity-label builder, the consolidation-strategies editor
 // (with live preview) and every other setting. Saves are PATCH …/config; a 400 names the field.
 
-import { api, bankPath, saveConfig } from "../api.js";
+import { api, bankPath, configSchema, saveConfig } from "../api.js";
 import { llmConfigured, llmSettingNotice } from "../consolidation.js";
 import { clear, clearFlash, errorBox, h, markInvalid, notice, section } from "../dom.js";
 import { bankHref } from "../links.js";
@@ -15,11 +15,32 @@ const TABS = [
 ];
 const OWN_EDITORS = new Set(["entity_labels", "consolidation_strategies"]);
 
-function kindOf(value) {
+/** The input kind for a setting: from the schema's type when it has the setting, else from the value. */
+function kindOf(value, prop) {
+  const type = prop ? [].concat(prop.type).find((t) => t !== "null") : null;
+  if (type === "boolean") return "bool";
+  if (type === "integer" || type === "number") return "number";
+  if (type === "string") return "string";
+  if (type) return "json";
   if (typeof value === "boolean") return "bool";
   if (typeof value === "number") return "number";
   if (typeof value === "string") return "string";
   return "json";
+}
+
+/** The schema's rule for a setting in words: its range, choices or length. */
+function rule(prop) {
+  if (!prop) return "";
+  const choices = (prop.enum || (prop.items && prop.items.enum) || []).filter((c) => c !== null);
+  const words = prop.items ? "any of" : "one of";
+  if (choices.length > 8) return `${words} ${choices.length} names (${choices.slice(0, 3).join(", ")}, …)`;
+  if (choices.length) return `${words} ${choices.join(", ")}`;
+  const low = prop.minimum ?? prop.exclusiveMinimum;
+  if (low !== undefined && prop.maximum !== undefined) {
+    return `${prop.exclusiveMinimum !== undefined ? ">" : ""}${low} … ${prop.maximum}`;
+  }
+  if (prop.maxLength) return `≤ ${prop.maxLength} characters`;
+  return "";
 }
 
 function display(value) {
@@ -40,14 +61,16 @@ function parse(kind, text) {
   }
 }
 
-function settingsEditor(ctx, config, reload) {
+function settingsEditor(ctx, config, schema, reload) {
   const message = h("div", { class: "message" });
   const changed = new Map();
   const rows = Object.entries(config.config)
     .filter(([key]) => !OWN_EDITORS.has(key))
     .map(([key, value]) => {
-      const kind = kindOf(value);
+      const prop = (schema.properties || {})[key];
+      const kind = kindOf(value, prop);
       const overridden = Object.prototype.hasOwnProperty.call(config.overrides, key);
+      const invalid = (config.invalid_overrides || {})[key];
       const original = kind === "bool" ? String(value) : display(value);
       const input =
         kind === "bool"
@@ -79,7 +102,11 @@ function settingsEditor(ctx, config, reload) {
         { "data-path": key },
         h("th", {}, h("code", {}, key)),
         h("td", {}, input),
-        h("td", {}, overridden ? h("span", { class: "badge badge-override" }, "override") : h("span", { class: "muted small" }, "default")),
+        h("td", { class: "muted small rule", title: prop && prop.items && prop.items.enum ? prop.items.enum.join(", ") : null },
+          rule(prop)),
+        h("td", {}, invalid
+          ? h("span", { class: "badge badge-invalid", title: invalid }, "invalid — ignored")
+          : overridden ? h("span", { class: "badge badge-override" }, "override") : h("span", { class: "muted small" }, "default")),
         h("td", {}, reset),
       );
       return row;
@@ -110,10 +137,11 @@ function settingsEditor(ctx, config, reload) {
 
 export async function renderConfig(ctx) {
   const tab = ctx.params.get("tab") || "labels";
-  const [config, scopes, llm] = await Promise.all([
+  const [config, scopes, llm, schema] = await Promise.all([
     api("GET", `${bankPath(ctx.bankId)}/config`),
     api("GET", `${bankPath(ctx.bankId)}/observations/scopes`, { query: { limit: 100 } }),
     llmConfigured(),
+    configSchema().catch(() => ({ properties: {} })), // an older server: guess kinds from the values
   ]);
   if (!ctx.alive()) return;
   const flash = ctx.params.get("saved");
@@ -123,7 +151,7 @@ export async function renderConfig(ctx) {
   };
   let body;
   if (tab === "strategies") body = strategiesEditor(ctx, config, scopes, reload);
-  else if (tab === "settings") body = settingsEditor(ctx, config, reload);
+  else if (tab === "settings") body = settingsEditor(ctx, config, schema, reload);
   else body = labelsEditor(ctx, config, reload);
   clear(
     ctx.main,
