@@ -5,6 +5,8 @@ instead of breaking reads; and no chunk size, however stored, can hang the serve
 
 from __future__ import annotations
 
+
+import re
 import threading
 import time
 from typing import Any
@@ -35,8 +37,8 @@ def refused_by_schema_or_range(response: httpx.Response, field: str) -> None:
     if response.status_code == 422:
         locations = [".".join(str(p) for p in error["loc"][1:]) for error in response.json()["detail"]]
         assert field in locations, response.text
-    else:
-        refused(response, field)
+    else:  # the 400 names it the way every 400 does: items[0].field
+        refused(response, re.sub(r"\.(\d+)(?=\.|$)", r"[\1]", field))
 
 
 def store_overrides(dsn: str, bank_id: str, overrides: str) -> None:
