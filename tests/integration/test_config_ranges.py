@@ -5,7 +5,6 @@ instead of breaking reads; and no chunk size, however stored, can hang the serve
 
 from __future__ import annotations
 
-
 import re
 import threading
 import time
