@@ -127,3 +127,23 @@ def test_the_memory_graph_holds_at_most_the_edge_limit(http: httpx.Client, bank_
     graph = http.get(f"/v1/default/banks/{bank_id}/graph").json()
     assert graph["total_units"] == 20 and len(graph["nodes"]) == 20
     assert len(graph["edges"]) == MAX_GRAPH_EDGES
+
+
+def test_a_retain_with_a_thousand_new_entity_names_does_not_stall(server: RunningServer, bank_id: str) -> None:
+    # 24 items of 50 distinct names each: new names of one retain are matched against each other,
+    # which compared every pair on the event loop (1,200 names held /health for tens of seconds).
+    items = [
+        {"content": f"Shipment {n} reached the depot.",
+         "entities": [{"text": distinct_name(f"cargo {n}-{i}")} for i in range(MAX_ENTITIES_PER_ITEM)]}
+        for n in range(24)
+    ]
+
+    def retain(http: httpx.Client) -> httpx.Response:
+        return http.post(f"/v1/default/banks/{bank_id}/memories", json={"items": items})
+
+    response, slowest = beside_health(server, retain)
+    assert response.status_code == 200, response.text
+    assert slowest < HEALTH_WITHIN, slowest
+    with server.client() as http:
+        entities = http.get(f"/v1/default/banks/{bank_id}/entities", params={"limit": 1000}).json()
+        assert entities["total"] == 24 * MAX_ENTITIES_PER_ITEM

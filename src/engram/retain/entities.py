@@ -7,6 +7,7 @@ index on (bank, lower(name)) makes concurrent retains converge on one row per na
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -46,7 +47,7 @@ async def _free_form_links(conn: asyncpg.Connection, bank_id: str, mentions: lis
     if fuzzy_keys:
         canonical.update(await _resolve_fuzzy(conn, bank_id, mentions, fuzzy_keys, exact, now))
     new_names = [names[key] for key in names if key not in canonical]
-    merged = scoring.merge_batch_names(new_names)
+    merged = await asyncio.to_thread(scoring.merge_batch_names, new_names)  # CPU-bound on big batches
     canonical.update(merged)
     spellings = list(dict.fromkeys(canonical.values()))
     ids = await store.upsert_entities(conn, bank_id, spellings, ["free"] * len(spellings), now)
@@ -82,15 +83,17 @@ async def _resolve_fuzzy(
     candidate_ids = list({row["id"] for rows in candidates.values() for row in rows})
     partners = await store.cooccurrence_partners(conn, candidate_ids)
     degree = {row["id"]: row["mention_count"] for row in exact.values()}
+    # The known entities mentioned beside each name (the keys are never known themselves), built in
+    # one pass: looking them up per key went over every mention for every key.
+    beside: dict[str, set[uuid.UUID]] = {}
+    for m in mentions:
+        lowered = {n.lower() for n in m.names}
+        known = {exact[other]["id"] for other in lowered if other in exact}
+        for name in lowered:
+            beside.setdefault(name, set()).update(known)
     resolved: dict[str, str] = {}
     for key, rows in candidates.items():
-        neighbours = {
-            exact[other.lower()]["id"]
-            for m in mentions
-            if key in {n.lower() for n in m.names}
-            for other in m.names
-            if other.lower() != key and other.lower() in exact
-        }
+        neighbours = beside.get(key, set())
         options = [
             scoring.Candidate(
                 id=row["id"],
