@@ -11,6 +11,7 @@ converge: the second one scores the first one's entity like any other."""
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -107,7 +108,7 @@ async def _free_form_links(
         chosen.update(await _resolve_scored(conn, bank_id, mentions, scored, existing, label_keys, now))
     new_keys = [key for key in spelling if key not in chosen]
     fuzzy = [spelling[key] for key in new_keys if not label_shaped(key, label_keys)]
-    merged = {key: spelling[key] for key in new_keys} | scoring.merge_batch_names(fuzzy)
+    merged = {key: spelling[key] for key in new_keys} | await asyncio.to_thread(scoring.merge_batch_names, fuzzy)
     heads = list(dict.fromkeys(merged.values()))
     head_type = {}
     for key, head in merged.items():
@@ -144,15 +145,16 @@ async def _resolve_scored(
     partners = await store.cooccurrence_partners(conn, candidate_ids)
     known = {key: rows[0] for key, rows in existing.items()}  # a neighbour name: its most mentioned entity
     degree = {row["id"]: row["mention_count"] for row in known.values()}
+    # The known entities mentioned beside each name, built in one pass: looking them up per key went
+    # over every mention for every key.
+    beside: dict[str, set[uuid.UUID]] = {}
+    for m in mentions:
+        known_here = {other: known[other]["id"] for other in {n.lower() for n in m.names} if other in known}
+        for name in {n.lower() for n in m.names}:
+            beside.setdefault(name, set()).update(i for other, i in known_here.items() if other != name)
     resolved: dict[str, uuid.UUID] = {}
     for key, rows in candidates.items():
-        neighbours = {
-            known[other.lower()]["id"]
-            for m in mentions
-            if key in {n.lower() for n in m.names}
-            for other in m.names
-            if other.lower() != key and other.lower() in known
-        }
+        neighbours = beside.get(key, set())
         options = [
             scoring.Candidate(
                 id=row["id"],

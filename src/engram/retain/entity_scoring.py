@@ -140,14 +140,31 @@ def _trigrams(text: str) -> set[str]:
 
 def merge_batch_names(names: list[str]) -> dict[str, str]:
     """Within one retain, new names that are trigram-similar (≥ 0.5) and word-compatible are one entity:
-    maps each lower-cased name to the canonical spelling, the longest (most specific) form."""
+    maps each lower-cased name to the canonical spelling, the longest (most specific) form. Each name
+    joins the first group whose head it matches.
+
+    Not quadratic: similarity ≥ t needs at least t·|A| shared trigrams, so a name is compared only with
+    the heads an index of their trigrams finds sharing that many (a retain can carry thousands of
+    names; comparing every pair held the event loop for minutes)."""
     groups: list[list[str]] = []
+    head_grams: list[set[str]] = []
+    heads_with: dict[str, list[int]] = {}  # trigram -> indexes of the groups whose head has it
     for name in sorted(dict.fromkeys(names), key=len, reverse=True):
-        for group in groups:
-            head = group[0]
-            if trigram_similarity(name, head) >= SAME_BATCH_SIMILARITY and words_compatible(name, head):
-                group.append(name)
+        grams = _trigrams(name)
+        shared: dict[int, int] = {}
+        for gram in grams:
+            for index in heads_with.get(gram, ()):
+                shared[index] = shared.get(index, 0) + 1
+        needed = SAME_BATCH_SIMILARITY * len(grams)
+        for index in sorted(i for i, count in shared.items() if count >= needed):
+            head = groups[index][0]
+            if len(grams & head_grams[index]) / len(grams | head_grams[index]) >= SAME_BATCH_SIMILARITY \
+                    and words_compatible(name, head):
+                groups[index].append(name)
                 break
         else:
             groups.append([name])
+            head_grams.append(grams)
+            for gram in grams:
+                heads_with.setdefault(gram, []).append(len(groups) - 1)
     return {name.lower(): group[0] for group in groups for name in group}
