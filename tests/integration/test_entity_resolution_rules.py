@@ -100,6 +100,19 @@ def test_an_exact_name_with_recent_shared_context_is_the_same_entity(
     assert [e["mention_count"] for e in by_name(http, bank_id)["Jordan"]] == [2]
 
 
+def test_the_user_is_one_entity_whatever_the_context_and_gap(
+    http: httpx.Client, llm: ScriptedLLM, llm_db: tuple[RunningServer, str], bank_id: str
+) -> None:
+    retain_fact(http, llm, bank_id, {"what": "The user likes green tea.", "entities": ["user"]})
+    retain_fact(http, llm, bank_id, {"what": "Jordan likes green tea.", "entities": ["Jordan"]})
+    age_entities(llm_db[1], bank_id, 60)
+    retain_fact(http, llm, bank_id, {"what": "The user bought a bike.", "entities": ["user", "Halfords"]})
+    retain_fact(http, llm, bank_id, {"what": "Jordan bought a bike.", "entities": ["Jordan", "Halfords"]})
+    found = by_name(http, bank_id)
+    assert [e["mention_count"] for e in found["user"]] == [2], "'user' is the bank's user, not a name"
+    assert len(found["Jordan"]) == 2, "a name alone, long ago, with nothing shared: someone new (the seed's rule)"
+
+
 @pytest.mark.parametrize("together", [True, False], ids=["one retain", "separate retains"])
 def test_identifiers_that_differ_in_a_digit_are_never_one_entity(
     http: httpx.Client, llm: ScriptedLLM, bank_id: str, together: bool

@@ -4,7 +4,7 @@ A free-form name is scored (entity_scoring) against the bank's trigram-similar f
 its exact namesakes included: the best match at ≥ 0.6 wins, else the name is a new entity. So the
 same name in an unrelated context, long after, is someone new ("Jordan" the baker is not "Jordan"
 at Google), and names are not unique in a bank. Exact names only, never a fuzzy match: label
-entities, names of a configured label group's `key:value` shape, and mentions with
+entities, names of a configured label group's `key:value` shape, "user", and mentions with
 `resolve_entities: false`. A free-form entity carrying a label's exact name becomes that label.
 Resolution holds a transaction lock per (bank, lower(name)), so concurrent retains of one new name
 converge: the second one scores the first one's entity like any other."""
@@ -29,6 +29,10 @@ class Mention:
     labels: list[str] = field(default_factory=list)  # `key:value` label entities: exact names only
     types: dict[str, str] = field(default_factory=dict)  # name → entity_type (person, place …), when known
 
+
+# "user" is the extraction prompt's word for the bank's own user, not a name: one entity whatever the
+# context, so it is matched exactly like a label rather than scored (which would split it weekly).
+EXACT_ONLY_NAMES = frozenset({"user"})
 
 Links = dict[tuple[uuid.UUID, uuid.UUID], str]
 Existing = dict[str, list[asyncpg.Record]]
@@ -97,7 +101,7 @@ async def _free_form_links(
     chosen = {key: label_ids[key] for key in spelling if key in label_ids}  # a label's exact name is it
     scored = {
         key for m in mentions if m.resolve for key in (n.lower() for n in m.names)
-        if key in spelling and key not in chosen and not label_shaped(key, label_keys)
+        if key in spelling and key not in chosen and key not in EXACT_ONLY_NAMES and not label_shaped(key, label_keys)
     }
     for key in spelling.keys() - chosen.keys() - scored:  # exact names only
         free = [row for row in existing.get(key, []) if row["entity_kind"] == "free"]
