@@ -16,7 +16,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.conftest import RunningServer
+from tests.conftest import RunningServer, start_server
 from tests.support.scripted_llm import ChatRequest, Reply, ScriptedLLM
 from tests.support.waiting import settle
 
@@ -218,3 +218,27 @@ def test_without_an_llm_no_entity_gets_observations(server: RunningServer, bank_
         retain_settled(http, bank_id, [f"Zephyrine repaired lighthouse number {n}." for n in range(6)])
         assert summary_operations(http, bank_id) == []
         assert own_observations(http, bank_id, "Zephyrine") == []
+
+
+def test_retains_while_a_summary_job_waits_add_their_entities_to_it(
+    isolated_dsn: str, llm: ScriptedLLM, script: Script, bank_id: str
+) -> None:
+    env = {**llm.settings_env(), "ENGRAM_LLM_MAX_RETRIES": "0", "HINDSIGHT_API_ENABLE_AUTO_CONSOLIDATION": "false"}
+    queueing = start_server(isolated_dsn, {**env, "ENGRAM_WORKER_ENABLED": "false"}, name="summaries-queued")
+    try:
+        with queueing.client() as http:
+            retain(http, bank_id, [f"Ana tuned piano {n}. [Ana]" for n in range(5)])
+            retain(http, bank_id, [f"Ben tuned organ {n}. [Ben]" for n in range(5)])
+            retain(http, bank_id, ["Ana and Ben tuned the harpsichord. [Ana, Ben]"])
+            (job,) = summary_operations(http, bank_id)
+            assert job["status"] == "pending"
+    finally:
+        queueing.stop()
+    working = start_server(isolated_dsn, env, name="summaries-worker")
+    try:
+        with working.client() as http:
+            settle(http, bank_id)
+            assert [op["status"] for op in summary_operations(http, bank_id)] == ["completed"]
+    finally:
+        working.stop()
+    assert sorted(summarised_entity(r) for r in summary_requests(llm)) == ["Ana", "Ben"], "each entity once"

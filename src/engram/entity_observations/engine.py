@@ -1,11 +1,12 @@
 """Entity observations: after a retain, the top 5 entities mentioned by its facts that have at least
 5 facts get their summary regenerated from their 50 most recent facts, replacing the previous one.
 Selection runs after the retain's write; the LLM work is a background operation
-(`entity_observations`), so a retain never waits on it. No LLM, no observations."""
+(`entity_observations`), so a retain never waits on it, and retains that come while one waits to
+run add their entities to it (one LLM call per entity however many retains named it meanwhile). No
+LLM, no observations."""
 
 from __future__ import annotations
 
-import hashlib
 import uuid
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
@@ -36,9 +37,12 @@ async def after_retain(services: Services, bank_id: str, unit_ids: list[uuid.UUI
     entity_ids = await store.top_entities_of_units(services.pool, unit_ids, TOP_ENTITIES, MIN_FACTS)
     if not entity_ids:
         return
-    digest = hashlib.sha256(",".join(sorted(map(str, entity_ids))).encode()).hexdigest()[:16]
-    await ops.enqueue(services.pool, bank_id, OPERATION, {"entity_ids": [str(i) for i in entity_ids]},
-                      dedupe_key=f"{OPERATION}:{digest}")
+    ids = [str(i) for i in entity_ids]
+    for _ in range(3):  # a pending job takes these entities too; one a worker just claimed cannot
+        op_id, created = await ops.enqueue(services.pool, bank_id, OPERATION, {"entity_ids": ids},
+                                           dedupe_key=OPERATION)
+        if created or await store.add_to_pending_job(services.pool, op_id, ids):
+            break
     services.wake_worker()
 
 

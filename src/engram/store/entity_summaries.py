@@ -57,6 +57,23 @@ async def top_entities_of_units(
     return [row["id"] for row in rows]
 
 
+async def add_to_pending_job(conn: Conn, operation_id: uuid.UUID, entity_ids: list[str]) -> bool:
+    """Add entities to a summary job still pending; False when a worker has claimed it meanwhile."""
+    row = await conn.fetchrow(
+        """
+        UPDATE async_operations SET updated_at = now(), payload = jsonb_build_object('entity_ids', (
+            SELECT jsonb_agg(DISTINCT i) FROM (
+                SELECT jsonb_array_elements_text(payload->'entity_ids') AS i UNION SELECT unnest($2::text[])
+            ) ids))
+        WHERE id = $1 AND status = 'pending'
+        RETURNING id
+        """,
+        operation_id,
+        entity_ids,
+    )
+    return row is not None
+
+
 async def recent_facts(conn: Conn, entity_id: uuid.UUID, limit: int) -> list[asyncpg.Record]:
     return await conn.fetch(_recent_facts("$1", "$2"), entity_id, limit)
 
