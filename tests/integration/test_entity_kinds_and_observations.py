@@ -16,6 +16,7 @@ from typing import Any
 import httpx
 import pytest
 
+from engram.entity_observations.prompt import SYSTEM
 from tests.conftest import RunningServer, start_server
 from tests.support.scripted_llm import ChatRequest, Reply, ScriptedLLM
 from tests.support.waiting import settle
@@ -160,6 +161,9 @@ def test_a_summary_is_built_from_the_50_most_recent_facts(
 ) -> None:
     start = datetime(2024, 1, 1, tzinfo=UTC)
     with llm_server.client() as http:
+        # A bank with a strong disposition: observations stay objective, it never reaches their prompt.
+        http.put(f"/v1/default/banks/{bank_id}", json={"disposition_skepticism": 5, "disposition_empathy": 1}
+                 ).raise_for_status()
         items = [{"content": f"Priya logged run number {n:02d}. [Priya]",
                   "timestamp": (start + timedelta(days=n)).isoformat()} for n in range(55)]
         items.reverse()  # stored newest first: "recent" is when a fact was said, not stored
@@ -170,6 +174,7 @@ def test_a_summary_is_built_from_the_50_most_recent_facts(
     assert sorted(runs) == list(range(5, 55)), "the 50 most recent, none of the 5 oldest"
     assert runs == sorted(runs), "shown oldest first, so changes read in order"
     assert "2024-02-24" in request.user_text, "each fact with the date it was said"
+    assert request.system_prompt == SYSTEM and "isposition" not in request.user_text
 
 
 def test_a_summary_is_replaced_goes_stale_and_shows_in_recall(
