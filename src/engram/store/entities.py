@@ -211,7 +211,9 @@ async def trigram_candidates(
     return found
 
 
-async def cooccurrence_partners(conn: asyncpg.Connection, entity_ids: list[uuid.UUID]) -> dict[uuid.UUID, set[uuid.UUID]]:
+async def cooccurrence_partners(
+    conn: asyncpg.Connection, entity_ids: list[uuid.UUID]
+) -> dict[uuid.UUID, set[uuid.UUID]]:
     rows = await conn.fetch(
         """
         SELECT entity_a AS id, entity_b AS partner FROM entity_cooccurrences WHERE entity_a = ANY($1::uuid[])
