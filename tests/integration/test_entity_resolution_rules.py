@@ -5,14 +5,19 @@ config, and not when a free-form entity carried the label's name first."""
 
 from __future__ import annotations
 
+import asyncio
+import threading
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+import asyncpg
 import httpx
 import pytest
 
 from tests.conftest import RunningServer, _admin, start_server
 from tests.support.scripted_llm import ScriptedLLM
+from tests.support.waiting import wait_for
 
 PRIORITY = {"key": "priority", "type": "value", "values": [{"value": "urgent"}, {"value": "low"}]}
 CUSTOMER = {"key": "customer", "type": "map", "fields": {"name": {"type": "text"}}}
@@ -98,6 +103,85 @@ def test_an_exact_name_with_recent_shared_context_is_the_same_entity(
     retain_fact(http, llm, bank_id, {"what": "Jordan opened a second Le Fournil.",
                                      "entities": ["Jordan", "Le Fournil"]})
     assert [e["mention_count"] for e in by_name(http, bank_id)["Jordan"]] == [2]
+
+
+def test_the_user_is_one_entity_whatever_the_context_and_gap(
+    http: httpx.Client, llm: ScriptedLLM, llm_db: tuple[RunningServer, str], bank_id: str
+) -> None:
+    retain_fact(http, llm, bank_id, {"what": "The user likes green tea.", "entities": ["user"]})
+    retain_fact(http, llm, bank_id, {"what": "Jordan likes green tea.", "entities": ["Jordan"]})
+    age_entities(llm_db[1], bank_id, 60)
+    retain_fact(http, llm, bank_id, {"what": "The user bought a bike.", "entities": ["user", "Halfords"]})
+    retain_fact(http, llm, bank_id, {"what": "Jordan bought a bike.", "entities": ["Jordan", "Halfords"]})
+    found = by_name(http, bank_id)
+    assert [e["mention_count"] for e in found["user"]] == [2], "'user' is the bank's user, not a name"
+    assert len(found["Jordan"]) == 2, "a name alone, long ago, with nothing shared: someone new (the seed's rule)"
+
+
+class HeldTableLock:
+    """Holds a SHARE ROW EXCLUSIVE lock on a table from a thread of its own until released: retains
+    then stop at their first write to it, after resolving their entities, with them uncommitted."""
+
+    def __init__(self, dsn: str, table: str) -> None:
+        self.dsn, self.table = dsn, table
+        self.held, self.release = threading.Event(), threading.Event()
+        self.thread = threading.Thread(target=lambda: asyncio.run(self._hold()), daemon=True)
+
+    async def _hold(self) -> None:
+        conn = await asyncpg.connect(self.dsn)
+        try:
+            async with conn.transaction():
+                await conn.execute(f"LOCK TABLE {self.table} IN SHARE ROW EXCLUSIVE MODE")
+                self.held.set()
+                await asyncio.to_thread(self.release.wait, 60)
+        finally:
+            await conn.close()
+
+    def __enter__(self) -> HeldTableLock:
+        self.thread.start()
+        assert self.held.wait(10)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.release.set()
+        self.thread.join(30)
+
+
+def waiting_backends(dsn: str) -> int:
+    async def count() -> int:
+        conn = await asyncpg.connect(dsn)
+        try:
+            return await conn.fetchval(
+                "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database()")
+        finally:
+            await conn.close()
+
+    with ThreadPoolExecutor(1) as pool:
+        return pool.submit(asyncio.run, count()).result()
+
+
+def test_concurrent_retains_of_a_new_name_converge_on_one_entity(
+    http: httpx.Client, llm: ScriptedLLM, llm_db: tuple[RunningServer, str], bank_id: str
+) -> None:
+    """Names are not unique, so only resolution under a per-name lock keeps this one entity. The
+    first retain is held after resolving "Quillon Vantrebel" (uncommitted) while the second resolves."""
+    llm.handler = lambda request: {"facts": [{"what": request.user_text.split("Text:\n", 1)[1].strip(),
+                                              "entities": ["Quillon Vantrebel"]}]}
+    http.put(f"/v1/default/banks/{bank_id}", json={}).raise_for_status()
+
+    def retain(n: int) -> int:
+        with llm_db[0].client() as client:
+            body = {"items": [{"content": f"Quillon Vantrebel cast bell {n}."}]}
+            return client.post(f"/v1/default/banks/{bank_id}/memories", json=body).status_code
+
+    with ThreadPoolExecutor(2) as pool:
+        with HeldTableLock(llm_db[1], "memory_links"):
+            first = pool.submit(retain, 1)
+            wait_for(lambda: waiting_backends(llm_db[1]) == 1, "the first retain to reach its links")
+            second = pool.submit(retain, 2)
+            wait_for(lambda: waiting_backends(llm_db[1]) == 2, "the second retain to wait too")
+        assert (first.result(), second.result()) == (200, 200)
+    assert [e["mention_count"] for e in by_name(http, bank_id)["Quillon Vantrebel"]] == [2]
 
 
 @pytest.mark.parametrize("together", [True, False], ids=["one retain", "separate retains"])

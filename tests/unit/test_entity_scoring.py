@@ -44,10 +44,14 @@ def test_partial_name_without_context_creates_a_new_entity() -> None:
 
 
 def test_same_name_in_a_different_context_scores_below_the_threshold() -> None:
+    # Exact namesakes are candidates like any other (retain/entities.py): the baker is not matched.
     old_namesake = Candidate(uuid.uuid4(), "Jordan", 1.0, NOW - timedelta(days=60), {PARIS})
     assert score(old_namesake, {GOOGLE, TENSORFLOW}, DEGREE, NOW) < 0.6
     recent_colleague = Candidate(uuid.uuid4(), "Jordan", 1.0, NOW - timedelta(days=1), {GOOGLE})
     assert score(recent_colleague, {GOOGLE, TENSORFLOW}, DEGREE, NOW) >= 0.6
+    match = best_match("Jordan", [old_namesake, recent_colleague], {GOOGLE, TENSORFLOW}, DEGREE, NOW)
+    assert match is not None and match[0] is recent_colleague
+    assert best_match("Jordan", [old_namesake], {GOOGLE, TENSORFLOW}, DEGREE, NOW) is None
 
 
 def test_a_hub_neighbour_does_not_force_a_merge() -> None:
@@ -67,6 +71,10 @@ def test_a_hub_neighbour_does_not_force_a_merge() -> None:
         ("Dr. Smith", "Smith", True),
         ("Caroline", "Carolin", True),
         ("Google", "Goodle Maps", False),
+        ("ORD1234", "ORD1235", False),  # identifiers: a digit apart is another thing
+        ("E10", "E100", False),
+        ("ORD1234", "ord1234", True),
+        ("Flight BA117", "BA117", True),
     ],
 )
 def test_word_compatibility_gate(a: str, b: str, compatible: bool) -> None:

@@ -10,11 +10,13 @@ from fastapi import APIRouter, Depends, Query
 from engram.api import choices
 from engram.api.choices import choice, one_of
 from engram.api.deps import parse_uuid, require_bank, services
+from engram.entity_observations.engine import RECENT_FACTS
 from engram.errors import NotFound
 from engram.recall.rows import iso
 from engram.retain.entity_kinds import ENTITY_TYPES
 from engram.services import Services
 from engram.store import entity_reads as store
+from engram.store.entity_summaries import Summary, summaries
 
 router = APIRouter(prefix="/v1/default/banks/{bank_id}", tags=["Entities"])
 FACTS_PER_ENTITY = 50
@@ -37,6 +39,11 @@ def _entity_item(row: Any) -> dict[str, Any]:
         "last_seen": iso(row["last_seen"]),
         "metadata": {**(row["metadata"] or {}), "entity_kind": row["entity_kind"], "entity_type": row["entity_type"]},
     }
+
+
+def summary_item(summary: Summary) -> dict[str, Any]:
+    return {"text": summary.text, "mentioned_at": iso(summary.generated_at), "source": "entity",
+            "generated_at": iso(summary.generated_at), "stale": summary.stale}
 
 
 @router.get("/entities")
@@ -107,11 +114,13 @@ async def get_entity(
         raise NotFound(f"entity '{entity_id}' not found in bank '{bank_id}'")
     facts = await store.entity_facts(svc.pool, row["id"], tags=tags, tags_match=tags_match, limit=FACTS_PER_ENTITY)
     partners = await store.cooccurring(svc.pool, row["id"], PARTNERS_PER_ENTITY)
+    summary = (await summaries(svc.pool, [row["id"]], RECENT_FACTS)).get(row["id"])
+    derived = [{"text": f["text"], "mentioned_at": iso(f["mentioned_at"]), "source": "consolidation"}
+               for f in facts if f["fact_type"] == "observation"]
     return {
         **_entity_item(row),
-        "observations": [
-            {"text": f["text"], "mentioned_at": iso(f["mentioned_at"])} for f in facts if f["fact_type"] == "observation"
-        ],
+        # The entity's own observation (entities.md) first, then consolidation observations citing its facts.
+        "observations": ([summary_item(summary)] if summary else []) + derived,
         "aliases": list(row["aliases"]),
         "facts": [
             {"id": str(f["id"]), "text": f["text"], "type": f["fact_type"], "mention": f["mention"],

@@ -9,7 +9,7 @@ import asyncpg
 
 from engram.models.tokens import count_tokens, count_tokens_batch
 from engram.recall.budget import fill_budget
-from engram.recall.rows import fetch_units, to_result
+from engram.recall.rows import fetch_units, iso, to_result
 from engram.types import (
     ChunkData,
     EntityObservation,
@@ -24,38 +24,47 @@ OBSERVATIONS_PER_ENTITY = 5
 async def include_entities(
     pool: asyncpg.Pool, bank_id: str, results: list[RecallResult], max_tokens: int
 ) -> dict[str, EntityStateResponse]:
-    """The results' entities in rank order, each with the observations that mention it."""
-    names = list(dict.fromkeys(name for r in results for name in r.entities or []))
-    if not names:
+    """The results' entities in rank order, each with its own observation (entities.md; `stale` when
+    facts changed since) and then the consolidation observations that mention it."""
+    from engram.entity_observations.engine import RECENT_FACTS
+    from engram.store.entity_summaries import summaries
+
+    unit_ids = [uuid.UUID(r.id) for r in results if r.entities]
+    if not unit_ids:
         return {}
     rows = await pool.fetch(
         """
-        SELECT e.id, e.canonical_name,
+        SELECT e.id, e.canonical_name, min(u.ord) AS first_rank,
                ARRAY(SELECT jsonb_build_object('text', m.text, 'at', m.mentioned_at)
                      FROM unit_entities ue JOIN memory_units m ON m.id = ue.unit_id
                      WHERE ue.entity_id = e.id AND m.fact_type = 'observation'
                      ORDER BY m.updated_at DESC LIMIT $3) AS observations
-        FROM entities e WHERE e.bank_id = $1 AND e.canonical_name = ANY($2::text[])
+        FROM unnest($2::uuid[]) WITH ORDINALITY AS u(id, ord)
+        JOIN unit_entities r ON r.unit_id = u.id JOIN entities e ON e.id = r.entity_id
+        WHERE e.bank_id = $1
+        GROUP BY e.id ORDER BY first_rank, e.canonical_name
         """,
         bank_id,
-        names,
+        unit_ids,
         OBSERVATIONS_PER_ENTITY,
     )
-    by_name = {row["canonical_name"]: row for row in rows}
+    own = await summaries(pool, [row["id"] for row in rows], RECENT_FACTS)
     states: dict[str, EntityStateResponse] = {}
     used = 0
-    for name in names:
-        row = by_name.get(name)
-        if row is None:
+    for row in rows:
+        name = row["canonical_name"]
+        if name in states:  # a namesake further down: the response is keyed by name
             continue
         observations = [EntityObservation(text=o["text"], mentioned_at=o["at"]) for o in row["observations"]]
+        summary = own.get(row["id"])
+        if summary is not None:
+            observations.insert(0, EntityObservation(text=summary.text, mentioned_at=iso(summary.generated_at),
+                                                     stale=summary.stale))
         cost = count_tokens(name) + sum(count_tokens_batch([o.text for o in observations]))
         if used + cost > max_tokens:
             break
         used += cost
-        states[name] = EntityStateResponse(
-            entity_id=str(row["id"]), canonical_name=name, observations=observations
-        )
+        states[name] = EntityStateResponse(entity_id=str(row["id"]), canonical_name=name, observations=observations)
     return states
 
 

@@ -4,10 +4,11 @@ A free-form name is scored (entity_scoring) against the bank's trigram-similar f
 its exact namesakes included: the best match at ≥ 0.6 wins, else the name is a new entity. So the
 same name in an unrelated context, long after, is someone new ("Jordan" the baker is not "Jordan"
 at Google), and names are not unique in a bank. Exact names only, never a fuzzy match: label
-entities, names of a configured label group's `key:value` shape, and mentions with
+entities, names of a configured label group's `key:value` shape, "user", and mentions with
 `resolve_entities: false`. A free-form entity carrying a label's exact name becomes that label.
-Resolution holds a transaction lock per (bank, lower(name)), so concurrent retains of one new name
-converge: the second one scores the first one's entity like any other."""
+A name about to be created (and every label) is locked per (bank, lower(name)) until the
+transaction ends and resolved again, so concurrent retains of one new name converge: the second one
+scores the first one's entity like any other. Names that resolve to an existing entity take no lock."""
 
 from __future__ import annotations
 
@@ -31,6 +32,10 @@ class Mention:
     types: dict[str, str] = field(default_factory=dict)  # name → entity_type (person, place …), when known
 
 
+# "user" is the extraction prompt's word for the bank's own user, not a name: one entity whatever the
+# context, so it is matched exactly like a label rather than scored (which would split it weekly).
+EXACT_ONLY_NAMES = frozenset({"user"})
+
 Links = dict[tuple[uuid.UUID, uuid.UUID], str]
 Existing = dict[str, list[asyncpg.Record]]
 
@@ -38,18 +43,51 @@ Existing = dict[str, list[asyncpg.Record]]
 async def store_entities(
     conn: asyncpg.Connection, bank_id: str, mentions: list[Mention], label_keys: frozenset[str] = frozenset()
 ) -> None:
-    """Resolve and link every mention; `label_keys` are the bank's label group keys."""
+    """Resolve and link every mention; `label_keys` are the bank's label group keys.
+
+    Names that resolve to an existing entity need no lock. The names that would be created (and the
+    labels) are locked, then resolved again against what concurrent retains created meanwhile."""
     now = datetime.now(UTC)
     keys = sorted({name.lower() for m in mentions for name in [*m.names, *m.labels] if name.strip()})
     if not keys:
         return
-    await store.lock_names(conn, bank_id, keys)
     existing = await store.find_by_names(conn, bank_id, keys)
     label_ids = {key: rows_[0]["id"] for key, rows_ in _labels_only(existing).items()}
+    spelling = {name.lower(): name for m in mentions for name in m.names if name.strip()}
+    chosen = await _resolve_free(conn, bank_id, mentions, set(spelling), existing, label_ids, label_keys, now)
+    labels = {label.lower() for m in mentions for label in m.labels}
+    pending = {key for key in spelling if key not in chosen}
+    if pending or labels:
+        await store.lock_names(conn, bank_id, sorted(pending | labels))
+        existing = {**existing, **await store.find_by_names(conn, bank_id, sorted(pending | labels))}
+        label_ids.update({key: rows_[0]["id"] for key, rows_ in _labels_only(existing).items()})
     links = await _label_links(conn, bank_id, mentions, existing, label_ids, now)
-    links.update(await _free_form_links(conn, bank_id, mentions, existing, label_ids, label_keys, now))
+    chosen.update({key: label_ids[key] for key in spelling if key in label_ids})  # a label's exact name is it
+    if pending - chosen.keys():
+        chosen.update(await _resolve_free(conn, bank_id, mentions, pending - chosen.keys(), existing, label_ids,
+                                          label_keys, now))
+    links.update(await _free_form_links(conn, bank_id, mentions, spelling, chosen, label_ids, label_keys, now))
     # One call, so co-occurrences are counted across labels and free-form entities alike.
     await store.link_units_to_entities(conn, bank_id, [(u, e, name) for (u, e), name in links.items()])
+
+
+async def _resolve_free(
+    conn: asyncpg.Connection, bank_id: str, mentions: list[Mention], keys: set[str], existing: Existing,
+    label_ids: dict[str, uuid.UUID], label_keys: frozenset[str], now: datetime,
+) -> dict[str, uuid.UUID]:
+    """The existing entity each free-form name in `keys` is, where one is (reads only)."""
+    chosen = {key: label_ids[key] for key in keys if key in label_ids}
+    scored = {
+        key for m in mentions if m.resolve for key in (n.lower() for n in m.names)
+        if key in keys and key not in chosen and key not in EXACT_ONLY_NAMES and not label_shaped(key, label_keys)
+    }
+    for key in keys - chosen.keys() - scored:  # exact names only
+        free = [row for row in existing.get(key, []) if row["entity_kind"] == "free"]
+        if free:
+            chosen[key] = free[0]["id"]
+    if scored:
+        chosen.update(await _resolve_scored(conn, bank_id, mentions, scored, existing, label_keys, now))
+    return chosen
 
 
 def _labels_only(existing: Existing) -> Existing:
@@ -85,27 +123,16 @@ async def _label_links(
 
 
 async def _free_form_links(
-    conn: asyncpg.Connection, bank_id: str, mentions: list[Mention], existing: Existing,
-    label_ids: dict[str, uuid.UUID], label_keys: frozenset[str], now: datetime,
+    conn: asyncpg.Connection, bank_id: str, mentions: list[Mention], spelling: dict[str, str],
+    chosen: dict[str, uuid.UUID], label_ids: dict[str, uuid.UUID], label_keys: frozenset[str], now: datetime,
 ) -> Links:
-    spelling = {name.lower(): name for m in mentions for name in m.names if name.strip()}
+    """Create the names no entity claimed (alike new names of the batch as one), then link all."""
     if not spelling:
         return {}
     types: dict[str, str] = {}
     for m in mentions:
         for name, kind in m.types.items():
             types.setdefault(name.lower(), kind)
-    chosen = {key: label_ids[key] for key in spelling if key in label_ids}  # a label's exact name is it
-    scored = {
-        key for m in mentions if m.resolve for key in (n.lower() for n in m.names)
-        if key in spelling and key not in chosen and not label_shaped(key, label_keys)
-    }
-    for key in spelling.keys() - chosen.keys() - scored:  # exact names only
-        free = [row for row in existing.get(key, []) if row["entity_kind"] == "free"]
-        if free:
-            chosen[key] = free[0]["id"]
-    if scored:
-        chosen.update(await _resolve_scored(conn, bank_id, mentions, scored, existing, label_keys, now))
     new_keys = [key for key in spelling if key not in chosen]
     fuzzy = [spelling[key] for key in new_keys if not label_shaped(key, label_keys)]
     merged = {key: spelling[key] for key in new_keys} | await asyncio.to_thread(scoring.merge_batch_names, fuzzy)
@@ -136,35 +163,54 @@ async def _resolve_scored(
     label_keys: frozenset[str],
     now: datetime,
 ) -> dict[str, uuid.UUID]:
-    """Map each name in `keys` to the existing free-form entity it resolves to, if any: exact
-    namesakes and similar names alike, scored on name, co-occurrence and recency."""
-    candidates = await store.trigram_candidates(conn, bank_id, sorted(keys), scoring.CANDIDATE_SIMILARITY)
-    if not candidates:
-        return {}
-    candidate_ids = list({row["id"] for rows in candidates.values() for row in rows})
-    partners = await store.cooccurrence_partners(conn, candidate_ids)
+    """Map each name in `keys` to the existing free-form entity it resolves to, if any, scored on
+    name, co-occurrence and recency. Exact namesakes are scored first; only a name none of them
+    claims looks further, at trigram-similar names (the costly nearest-name search)."""
     known = {key: rows[0] for key, rows in existing.items()}  # a neighbour name: its most mentioned entity
     degree = {row["id"]: row["mention_count"] for row in known.values()}
+    namesakes = {
+        key: [(row, 1.0) for row in existing.get(key, []) if row["entity_kind"] == "free"] for key in keys
+    }
+    resolved = await _best_of(conn, mentions, {k: v for k, v in namesakes.items() if v}, known, degree, now)
+    rest = sorted(keys - resolved.keys())
+    if rest:
+        found = await store.trigram_candidates(conn, bank_id, rest, scoring.CANDIDATE_SIMILARITY)
+        similar = {
+            key: [(row, row["similarity"]) for row in rows if not label_shaped(row["canonical_name"], label_keys)]
+            for key, rows in found.items()
+        }
+        resolved.update(await _best_of(conn, mentions, similar, known, degree, now))
+    return resolved
+
+
+async def _best_of(
+    conn: asyncpg.Connection,
+    mentions: list[Mention],
+    candidates: dict[str, list[tuple[asyncpg.Record, float]]],
+    known: dict[str, asyncpg.Record],
+    degree: dict[uuid.UUID, int],
+    now: datetime,
+) -> dict[str, uuid.UUID]:
+    """For each name, the id of its best candidate (entity row, name similarity) at ≥ the threshold."""
+    candidate_ids = list({row["id"] for rows in candidates.values() for row, _ in rows})
+    if not candidate_ids:
+        return {}
+    partners = await store.cooccurrence_partners(conn, candidate_ids)
     # The known entities mentioned beside each name, built in one pass: looking them up per key went
     # over every mention for every key.
     beside: dict[str, set[uuid.UUID]] = {}
     for m in mentions:
-        known_here = {other: known[other]["id"] for other in {n.lower() for n in m.names} if other in known}
-        for name in {n.lower() for n in m.names}:
+        lowered = {n.lower() for n in m.names}
+        known_here = {other: known[other]["id"] for other in lowered if other in known}
+        for name in lowered:
             beside.setdefault(name, set()).update(i for other, i in known_here.items() if other != name)
     resolved: dict[str, uuid.UUID] = {}
     for key, rows in candidates.items():
         neighbours = beside.get(key, set())
         options = [
-            scoring.Candidate(
-                id=row["id"],
-                name=row["canonical_name"],
-                similarity=row["similarity"],
-                last_seen=row["last_seen"],
-                partners=partners.get(row["id"], set()),
-            )
-            for row in rows
-            if not label_shaped(row["canonical_name"], label_keys)
+            scoring.Candidate(id=row["id"], name=row["canonical_name"], similarity=similarity,
+                              last_seen=row["last_seen"], partners=partners.get(row["id"], set()))
+            for row, similarity in rows
         ]
         match = scoring.best_match(key, options, neighbours, degree, now)
         if match is not None:

@@ -5,7 +5,8 @@ offline extractor guesses from the name and the words around it — cues only, n
 names stay without a kind rather than get a wrong one: a speaker, a title ("Dr. Lee") or a verb of
 speech after the name is a person; a company suffix (Inc, Corp, Ltd, Labs …) or an all-capitals
 acronym is an organisation; a place word (City, Street, Lake …) or "in / near / moved to" before the
-name is a place. Products and concepts need an LLM.
+name is a place. Products and concepts need an LLM. Cues can mislead ("specialises in TensorFlow"
+reads as a place): the offline kind is a hint, the LLM's is the one to trust.
 """
 
 from __future__ import annotations
@@ -43,6 +44,7 @@ _PLACE_SUFFIX = re.compile(
     r"county|province|state|bay|coast)\.?$",
     re.IGNORECASE,
 )
+_PLACE_PREFIX = re.compile(r"^(?:lake|mount|mt|port|fort|cape|isle|san|santa|saint)\.?\s", re.IGNORECASE)
 _PERSON_VERBS = r"(?:said|says|told|tells|asked|asks|thinks|thought|feels|felt|loves|likes|wants|married|replied)"
 _PLACE_BEFORE = r"(?:in|near|moved to|flew to|travell?ed to|drove to|relocated to|trip to|lives in|lived in)"
 
@@ -55,7 +57,7 @@ def guess_type(name: str, text: str, speaker: str | None = None) -> str | None:
         return "person"
     if _ORG_SUFFIX.search(name) or _ACRONYM.match(name):
         return "organisation"
-    if _PLACE_SUFFIX.search(name):
+    if _PLACE_SUFFIX.search(name) or _PLACE_PREFIX.match(name):
         return "place"
     escaped = re.escape(name)
     if re.search(rf"\b{escaped}\s+{_PERSON_VERBS}\b", text):

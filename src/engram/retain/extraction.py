@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, Field, create_model
 
-from engram.retain.entity_kinds import normalise_type
+from engram.retain.entity_kinds import ENTITY_TYPES, normalise_type
 from engram.retain.facts import ExtractedFact
 from engram.retain.label_config import LabelGroup
 from engram.retain.labels import any_required, build_labels_model, label_entities, prompt_section
@@ -27,7 +27,7 @@ class CausalRelation(BaseModel):
     caused_by: int = Field(description="Index (0-based) of an EARLIER fact in this list that caused this one")
 
 
-EntityType = Literal["person", "organisation", "place", "product", "concept"]
+EntityType = Literal[ENTITY_TYPES]  # type: ignore[valid-type]
 
 
 class EntityMention(BaseModel):

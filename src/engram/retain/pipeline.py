@@ -297,6 +297,8 @@ async def retain_items(
     if len(pending) >= BULK_RETAIN_FACTS:
         await analyze_if_stale(services.pool)
     from engram.consolidate.trigger import after_memory_change
+    from engram.entity_observations.engine import after_retain
 
+    await after_retain(services, bank_id, [p.row.id for p in pending], config)
     await after_memory_change(services, bank_id)
     return RetainOutcome(items_count=len(items), unit_ids=[p.row.id for p in pending], usage=usage)

@@ -282,6 +282,7 @@ class RecallResult(Model):
 class EntityObservation(Model):
     text: str
     mentioned_at: str | None = None
+    stale: bool | None = None  # the entity's own observation: facts changed since it was generated
 
 
 class EntityStateResponse(Model):

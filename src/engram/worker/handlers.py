@@ -67,6 +67,14 @@ async def run_consolidation(services: Services, operation: asyncpg.Record, progr
     return result
 
 
+@handler("entity_observations")
+async def run_entity_observations(services: Services, operation: asyncpg.Record, progress: Progress) -> dict[str, Any]:
+    from engram.entity_observations.engine import regenerate
+
+    entity_ids = [uuid.UUID(i) for i in operation["payload"]["entity_ids"]]
+    return await regenerate(services, operation["bank_id"], entity_ids, progress)
+
+
 @handler("refresh_mental_model")
 async def run_refresh(services: Services, operation: asyncpg.Record, progress: Progress) -> dict[str, Any]:
     from engram.reflect.mental_models import refresh

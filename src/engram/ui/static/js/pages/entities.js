@@ -7,6 +7,20 @@ import { bankHref } from "../links.js";
 
 const PAGE = 50;
 const GRAPH_LIMIT = 150;
+const ENTITY_TYPES = ["person", "organisation", "place", "product", "concept"];
+
+// The entity's own observation (regenerated from its recent facts) is marked, and flagged when stale.
+function observationItem(o) {
+  if (o.source !== "entity") return h("li", {}, o.text);
+  return h(
+    "li",
+    { class: "entity-observation" },
+    o.text,
+    " ",
+    o.stale ? badge("stale", "stale") : badge("up to date"),
+    h("span", { class: "muted small" }, ` generated ${fmtDate(o.generated_at)}`),
+  );
+}
 
 function entityList(ctx, result, offset) {
   const rows = result.items.map((entity) =>
@@ -15,6 +29,7 @@ function entityList(ctx, result, offset) {
       { "data-id": entity.id },
       h("td", {}, h("a", { href: bankHref(ctx.bankId, `entities/${entity.id}`) }, entity.canonical_name)),
       h("td", {}, badge(entity.metadata?.entity_kind || "free", "kind")),
+      h("td", {}, entity.metadata?.entity_type || ""),
       h("td", { class: "num" }, String(entity.mention_count)),
       h("td", { class: "nowrap" }, fmtDate(entity.first_seen)),
       h("td", { class: "nowrap" }, fmtDate(entity.last_seen)),
@@ -22,7 +37,7 @@ function entityList(ctx, result, offset) {
   );
   const params = (to) => {
     const out = {};
-    for (const name of ["q", "sort"]) if (ctx.params.get(name)) out[name] = ctx.params.get(name);
+    for (const name of ["q", "sort", "entity_type"]) if (ctx.params.get(name)) out[name] = ctx.params.get(name);
     out.offset = String(to);
     return bankHref(ctx.bankId, "entities", out);
   };
@@ -31,7 +46,7 @@ function entityList(ctx, result, offset) {
       ? h(
           "table",
           { class: "grid entities" },
-          h("thead", {}, h("tr", {}, ["Name", "Kind", "Mentions", "First seen", "Last seen"].map((t) => h("th", { class: t === "Mentions" ? "num" : null }, t)))),
+          h("thead", {}, h("tr", {}, ["Name", "Kind", "Type", "Mentions", "First seen", "Last seen"].map((t) => h("th", { class: t === "Mentions" ? "num" : null }, t)))),
           h("tbody", {}, rows),
         )
       : h("p", { class: "muted" }, "No entities."),
@@ -50,8 +65,9 @@ export async function renderEntities(ctx) {
   const offset = Number(ctx.params.get("offset") || 0);
   const q = ctx.params.get("q") || "";
   const sort = ctx.params.get("sort") || "mentions";
+  const entityType = ctx.params.get("entity_type") || "";
   const [list, graph] = await Promise.all([
-    api("GET", `${base}/entities`, { query: { q, sort, limit: PAGE, offset } }),
+    api("GET", `${base}/entities`, { query: { q, sort, limit: PAGE, offset, ...(entityType ? { entity_type: entityType } : {}) } }),
     api("GET", `${base}/entities/graph`, { query: { limit: GRAPH_LIMIT } }),
   ]);
   if (!ctx.alive()) return;
@@ -65,6 +81,7 @@ export async function renderEntities(ctx) {
         const data = new FormData(event.target);
         const params = { sort: data.get("sort") };
         if (data.get("q")) params.q = data.get("q");
+        if (data.get("entity_type")) params.entity_type = data.get("entity_type");
         location.hash = bankHref(ctx.bankId, "entities", params);
       },
     },
@@ -73,6 +90,11 @@ export async function renderEntities(ctx) {
       "select",
       { name: "sort" },
       ["mentions", "name", "recent"].map((option) => h("option", { value: option, selected: option === sort }, `by ${option}`)),
+    ),
+    h(
+      "select",
+      { name: "entity_type" },
+      ["", ...ENTITY_TYPES].map((option) => h("option", { value: option, selected: option === entityType }, option || "any type")),
     ),
     h("button", { type: "submit" }, "Search"),
   );
@@ -127,6 +149,7 @@ export async function renderEntity(ctx) {
           h(
             "tbody",
             {},
+            h("tr", {}, h("th", {}, "Type"), h("td", {}, entity.metadata?.entity_type || "unknown")),
             h("tr", {}, h("th", {}, "Mentions"), h("td", {}, String(entity.mention_count))),
             h("tr", {}, h("th", {}, "First seen"), h("td", {}, fmtDate(entity.first_seen))),
             h("tr", {}, h("th", {}, "Last seen"), h("td", {}, fmtDate(entity.last_seen))),
@@ -149,7 +172,7 @@ export async function renderEntity(ctx) {
     ),
     section(`Facts (${facts.length})`, facts.length ? h("ul", { class: "plain facts" }, facts) : h("p", { class: "muted" }, "None.")),
     entity.observations.length
-      ? section("Observations", h("ul", { class: "plain" }, entity.observations.map((o) => h("li", {}, o.text))))
+      ? section("Observations", h("ul", { class: "plain" }, entity.observations.map(observationItem)))
       : null,
   );
 }
