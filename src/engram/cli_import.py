@@ -83,36 +83,33 @@ def read_items(path: Path) -> list[dict[str, Any]]:
 
 
 class Reporter:
-    """Progress on stderr: a live bar on a terminal, a plain line every few seconds otherwise."""
+    """Progress on stderr: one line rewritten in place on a terminal, a plain line every few seconds
+    otherwise (logs, CI)."""
 
     def __init__(self, label: str, total: int, unit: str) -> None:
         self.label, self.total, self.unit, self.done = label, total, unit, 0
         self.started = self.last_line = time.monotonic()
-        self.bar: Any = None
-        if sys.stderr.isatty():
-            from rich.console import Console
-            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+        self.live = sys.stderr.isatty()
 
-            self.bar = Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
-                                TextColumn(unit), TimeRemainingColumn(), console=Console(stderr=True))
-            self.bar.start()
-            self.task = self.bar.add_task(label, total=total)
+    def line(self) -> str:
+        elapsed = time.monotonic() - self.started
+        rate = self.done / max(elapsed, 1e-6)
+        left = f", {(self.total - self.done) / rate:.0f} s left" if 0 < self.done < self.total else ""
+        return (f"{self.label}: {self.done:,}/{self.total:,} {self.unit} "
+                f"({100 * self.done // max(self.total, 1)} %, {rate:.1f}/s{left})")
 
     def advance(self, count: int) -> None:
         self.done += count
-        if self.bar is not None:
-            self.bar.advance(self.task, count)
-            return
         now = time.monotonic()
-        if now - self.last_line >= PLAIN_EVERY_SECONDS or self.done == self.total:
+        if self.live:
+            print("\r" + self.line(), end="", file=sys.stderr, flush=True)
+        elif now - self.last_line >= PLAIN_EVERY_SECONDS or self.done == self.total:
             self.last_line = now
-            rate = self.done / max(now - self.started, 1e-6)
-            print(f"{self.label}: {self.done:,}/{self.total:,} {self.unit} ({100 * self.done // max(self.total, 1)} %, "
-                  f"{rate:.1f}/s)", file=sys.stderr, flush=True)
+            print(self.line(), file=sys.stderr, flush=True)
 
     def close(self) -> None:
-        if self.bar is not None:
-            self.bar.stop()
+        if self.live and self.done:
+            print(file=sys.stderr)
 
 
 def _parts(items: list[dict[str, Any]]) -> Iterator[tuple[dict[str, Any], int, bool]]:

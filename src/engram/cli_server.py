@@ -53,6 +53,19 @@ def listen_socket(host: str, port: int) -> socket.socket:
     return sock
 
 
+class _StartupErrorLine(logging.Filter):
+    """uvicorn logs a failed start-up as the whole traceback; for Engram's own errors (a database that
+    cannot be reached, a model file that is not there) its last line says all a user needs."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        text = record.getMessage()
+        if text.startswith("Traceback"):
+            name, _, message = text.strip().splitlines()[-1].partition(": ")
+            if name.startswith("engram.errors."):
+                record.msg, record.args = "cannot start: %s", (message,)
+        return True
+
+
 def _display_host(host: str) -> str:
     return f"[{host}]" if ":" in host else host
 
@@ -80,7 +93,11 @@ def cmd_serve(args: argparse.Namespace) -> int:
                 log.info("Engram %s listening on %s — control plane %s/ui/", __version__, base, base)
 
     server = Server(uvicorn.Config(create_app(settings), log_level="warning"))
-    server.run(sockets=[sock])
+    logging.getLogger("uvicorn.error").addFilter(_StartupErrorLine())
+    try:
+        server.run(sockets=[sock])
+    except SystemExit:  # uvicorn's own exit after a failed start-up
+        server.started = False
     if not server.started:
         raise UserError("the server did not start (the reason is logged above)")
     return 0

@@ -79,7 +79,9 @@ class Memory:
 
     # --- capabilities ---------------------------------------------------------------------------
 
-    async def _retain(self, bank_id: str, items: list[dict[str, Any]], document_tags: list[str] | None) -> dict[str, Any]:
+    async def _retain(
+        self, bank_id: str, items: list[dict[str, Any]], document_tags: list[str] | None
+    ) -> dict[str, Any]:
         from engram.retain.pipeline import retain_items
         from engram.retain.prepare import prepare_items
 
@@ -95,8 +97,16 @@ class Memory:
     async def aretain(self, bank_id: str, content: str, **item: Any) -> dict[str, Any]:
         return await self._arun(self._retain(bank_id, [{"content": content, **item}], None))
 
-    def retain_batch(self, bank_id: str, items: list[dict[str, Any]], document_tags: list[str] | None = None) -> dict[str, Any]:
+    def retain_batch(
+        self, bank_id: str, items: list[dict[str, Any]], document_tags: list[str] | None = None
+    ) -> dict[str, Any]:
+        """Store several items in one transaction (each a dict as in the API's `items`)."""
         return self._run(self._retain(bank_id, items, document_tags))
+
+    async def aretain_batch(
+        self, bank_id: str, items: list[dict[str, Any]], document_tags: list[str] | None = None
+    ) -> dict[str, Any]:
+        return await self._arun(self._retain(bank_id, items, document_tags))
 
     async def _recall(self, bank_id: str, query: str, options: dict[str, Any]) -> RecallResponse:
         from engram.recall.pipeline import recall
@@ -138,3 +148,6 @@ class Memory:
 
     def delete_bank(self, bank_id: str) -> bool:
         return self._run(self._delete_bank(bank_id))
+
+    async def adelete_bank(self, bank_id: str) -> bool:
+        return await self._arun(self._delete_bank(bank_id))

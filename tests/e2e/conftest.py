@@ -24,7 +24,7 @@ CHROMIUM_ARGS = [
     "--disable-component-update",
     "--disable-sync",
 ]
-INSTALL_HINT = "apt-get install -y chromium chromium-driver && pip install 'engram[test]'"
+INSTALL_HINT = "apt-get install -y chromium chromium-driver && make install-test"
 
 
 def chromium_path() -> str | None:

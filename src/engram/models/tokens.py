@@ -15,11 +15,9 @@ def _get():
     if _tokenizer is None:
         with _lock:
             if _tokenizer is None:
-                from tokenizers import Tokenizer
+                from engram.models.embedder import load_tokenizer
 
-                from engram.models.embedder import tokenizer_path
-
-                tok = Tokenizer.from_file(str(tokenizer_path()))
+                tok = load_tokenizer()
                 tok.no_truncation()
                 tok.no_padding()
                 _tokenizer = tok

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 
+from engram.retain import entity_noise as noise
 from engram.retain.sentences import split_turns
 
 __all__ = ["extract_entities"]
@@ -86,6 +87,7 @@ birthday anniversary day days week weeks month months year years time morning ev
 two three four five six seven eight nine ten hundred thousand million
 """)
 _STOPWORDS = _FUNCTION_WORDS | _INTERJECTIONS
+_LEXICON = _STOPWORDS | _COMMON_WORDS  # what laughter, stretching, shouting and typos are checked against
 # Part of a name next to a capitalised word ("New York", "Best Buy", "Great Britain"), never one alone.
 _NAME_ADJECTIVES = _words("""
 new old good great big little best first north south east west northern southern grand royal upper lower
@@ -94,7 +96,11 @@ central united national international golden silver red blue green black white
 # Acronyms that lowercase to a stopword but are names when capitalised ("US", "AT&T", "IT").
 _CAPITAL_EXCEPTIONS = frozenset({"us", "at", "it"})
 # Joins capitalised words into one name: "Bank of America", "Vincent van Gogh", "AT&T".
-_CONNECTORS = frozenset({"of", "the", "de", "van", "von", "der", "den", "du", "la", "le", "da", "del", "di", "&"})
+_CONNECTORS = frozenset({
+    "of", "the", "for", "de", "van", "von", "der", "den", "du", "la", "le", "da", "del", "di", "&",
+})
+# Name particles that, capitalised inside a sentence, start a name: "the Van Gogh exhibit".
+_PARTICLES = frozenset({"van", "von", "de", "da", "di", "del", "la", "le", "du", "der", "den"})
 _TITLES = frozenset({
     "dr", "mr", "mrs", "ms", "mx", "prof", "st", "mt", "sir", "dame", "lord", "lady", "saint", "uncle", "aunt",
     "auntie", "captain", "capt", "coach", "officer", "president", "king", "queen", "prince", "princess", "pope",
@@ -167,6 +173,7 @@ def _capitalised_runs(text: str, taken: list[tuple[int, int]]) -> list[tuple[int
     run: list[tuple[int, int, str]] = []  # (start, end, kind), kinds as `_classify` names them
     at_start = True
     previous_end = 0
+    last_shouted = False
     for match in _TOKEN.finditer(text):
         token, start = match.group(), match.start()
         if "\n" in text[previous_end:start]:
@@ -187,6 +194,10 @@ def _capitalised_runs(text: str, taken: list[tuple[int, int]]) -> list[tuple[int
             continue
         glued = text[match.end():match.end() + 1] in (".", "&") or text[start - 1:start] == "&"
         kind, end = _classify(token, start, at_start, glued)
+        shouted = noise.is_shouted(token, _LEXICON, _COMMON_ENDINGS)
+        if token.isupper() and token.lower() in _CAPITAL_EXCEPTIONS and (last_shouted or _shouted_next(text, match)):
+            kind = "other"  # "I'M DOING IT": shouting, not the IT department
+        last_shouted = shouted
         at_start = at_start and token.lower() in _INTERJECTIONS
         if kind == "connector" and run:
             run.append((start, end, kind))
@@ -204,6 +215,8 @@ def _classify(token: str, start: int, at_start: bool, glued: bool) -> tuple[str,
     """What a word is to a name ("name", "title", "modifier", "connector" or "other") and where the
     name part ends. `glued`: the word touches a following "." or an "&"."""
     lower = token.lower()
+    if lower in _PARTICLES and token[0].isupper() and not at_start:
+        return "modifier", start + len(token)
     if lower in _CONNECTORS:
         return ("other" if at_start else "connector"), start + len(token)
     if _CONTRACTION.search(token):
@@ -219,6 +232,8 @@ def _classify(token: str, start: int, at_start: bool, glued: bool) -> tuple[str,
         return "other", end
     if word.lower() in _NAME_ADJECTIVES:
         return "modifier", end
+    if _is_noise(word, at_start):
+        return "other", end
     if word.lower() in _STOPWORDS and not (word.isupper() and word.lower() in _CAPITAL_EXCEPTIONS):
         return "other", end
     if at_start and not word.isupper() and word.lower() in _COMMON_WORDS:
@@ -226,6 +241,19 @@ def _classify(token: str, start: int, at_start: bool, glued: bool) -> tuple[str,
     if at_start and not inner_capital and not word.isupper() and _common_at_start(word):
         return "other", end
     return "name", end
+
+
+def _is_noise(word: str, at_start: bool) -> bool:
+    """Laughter, a stretched or shouted common word anywhere; a misspelt one at a sentence's start."""
+    lower = word.lower()
+    if noise.is_laughter(lower) or noise.is_stretched_common(lower, _LEXICON):
+        return True
+    if word.isupper() and len(word) > 1 and lower not in _CAPITAL_EXCEPTIONS:
+        return noise.is_shouted(word, _LEXICON, _COMMON_ENDINGS)
+    if at_start and lower.endswith("s") and lower[:-1] in _FUNCTION_WORDS:
+        return True  # "Mondays", "Weekends"
+    return at_start and not word.isupper() and (noise.is_common(lower, _LEXICON)
+                                                or noise.is_misspelt_common(lower, _LEXICON, _COMMON_WORDS))
 
 
 def _common_at_start(word: str) -> bool:
@@ -238,6 +266,11 @@ def _common_at_start(word: str) -> bool:
     if len(lower) >= 5 and (lower.endswith("ies") or (lower[-1] == "s" and lower[-2] not in "suianeyo")):
         return True  # a plural: "Animals", "Stories" (names like James, Paris, Texas, Athens pass)
     return len(lower) >= 7 and lower.endswith("ly")
+
+
+def _shouted_next(text: str, match: re.Match[str]) -> bool:
+    following = _TOKEN.search(text, match.end())
+    return following is not None and noise.is_shouted(following.group(), _LEXICON, _COMMON_ENDINGS)
 
 
 def _continues_after_dot(text: str, last: tuple[int, int, str]) -> bool:

@@ -74,12 +74,16 @@ async def list_units(
 ) -> tuple[list[asyncpg.Record], int]:
     params = SqlParams()
     where = filters.where(params, bank_id)
+    # The page is cut on narrow rows (ids and sort keys), then its rows and entity names are read: sorting
+    # whole rows (vectors included) or naming every match made a page of a 12,000-fact bank slow.
+    order = "coalesce(m.mentioned_at, m.created_at) DESC, m.created_at DESC, m.id"
     rows = await conn.fetch(
         f"""
-        SELECT m.*, {ENTITY_NAMES}, count(*) OVER () AS total
-        FROM memory_units m WHERE {where}
-        ORDER BY coalesce(m.mentioned_at, m.created_at) DESC, m.created_at DESC, m.id
-        LIMIT {params.add(limit)} OFFSET {params.add(offset)}
+        SELECT m.*, page.total, {ENTITY_NAMES}
+        FROM (SELECT m.id, count(*) OVER () AS total FROM memory_units m WHERE {where}
+              ORDER BY {order} LIMIT {params.add(limit)} OFFSET {params.add(offset)}) page
+        JOIN memory_units m ON m.id = page.id
+        ORDER BY {order}
         """,
         *params.values,
     )

@@ -1,6 +1,6 @@
 // The shell: hash routing (#/b/<bank>/<page>?<params>), the bank navigation and the API key field.
 
-import { apiKey, setApiKey } from "./api.js";
+import { api, apiKey, bankPath, setApiKey } from "./api.js";
 import { clear, errorBox, h } from "./dom.js";
 import { bankHref } from "./links.js";
 import { renderBanks } from "./pages/banks.js";
@@ -91,6 +91,20 @@ async function route() {
     },
   };
   clear(main, h("p", { class: "muted" }, "Loading…"));
+  if (bankId && !(await bankExists(bankId))) {
+    if (mine !== generation) return;
+    renderNav(null, "");
+    renderCrumbs(null, "", null);
+    document.title = "Bank not found · Engram";
+    clear(
+      main,
+      h("h1", { id: "not-found" }, "404 · Bank not found"),
+      h("p", {}, "There is no bank ", h("code", {}, bankId), " on this server. A bank is created by its first retain."),
+      h("a", { href: "#/" }, "Back to the banks"),
+    );
+    return;
+  }
+  if (mine !== generation) return;
   if (!render) {
     clear(main, h("h1", {}, "Not found"), h("p", {}, "No page here. "), h("a", { href: "#/" }, "Back to the banks"));
     return;
@@ -102,6 +116,22 @@ async function route() {
     clear(main, errorBox(error));
     if (error.status === 401) document.getElementById("apikey").classList.add("invalid");
   }
+}
+
+const knownBanks = new Set();
+
+/** Whether the bank exists (asked once per bank and page load; a failure other than 404 counts as yes,
+ * so the page itself shows that error). */
+async function bankExists(bankId) {
+  if (knownBanks.has(bankId)) return true;
+  try {
+    await api("GET", `${bankPath(bankId)}/config`);
+  } catch (error) {
+    if (error.status === 404) return false;
+    return true;
+  }
+  knownBanks.add(bankId);
+  return true;
 }
 
 function setUpApiKey() {

@@ -53,6 +53,17 @@ export function fmtDate(iso) {
   return date.toISOString().replace("T", " ").slice(0, 16);
 }
 
+/** 12345 → "12,345": counts with thousands separators, the same in every browser language (as the CLI). */
+export function fmtCount(value) {
+  if (value === undefined || value === null || value === "") return "";
+  return Number(value).toLocaleString("en-US");
+}
+
+/** "51–100 of 12,345": where a page of a longer list is. */
+export function pageRange(offset, shown, total) {
+  return `${fmtCount(total ? offset + 1 : 0)}–${fmtCount(offset + shown)} of ${fmtCount(total)}`;
+}
+
 export function fmtNumber(value, digits = 3) {
   if (value === undefined || value === null) return "–";
   return Number.isInteger(value) ? String(value) : Number(value).toFixed(digits);

@@ -1,14 +1,14 @@
 // The bank list, each bank with its stats.
 
 import { api, bankPath } from "../api.js";
-import { clear, fmtDate, h } from "../dom.js";
+import { clear, fmtCount, fmtDate, h, pageRange } from "../dom.js";
 
 const PAGE = 50;
 
 function statCell(stats, pick) {
   if (stats === undefined) return h("td", { class: "num muted" }, "…");
   if (stats === null) return h("td", { class: "num muted" }, "–");
-  return h("td", { class: "num" }, String(pick(stats)));
+  return h("td", { class: "num" }, fmtCount(pick(stats)));
 }
 
 export async function renderBanks(ctx) {
@@ -60,7 +60,7 @@ export async function renderBanks(ctx) {
           h("a", { href: `#/b/${encodeURIComponent(bank.bank_id)}` }, bank.bank_id),
           bank.name && bank.name !== bank.bank_id ? h("div", { class: "muted small" }, bank.name) : null,
         ),
-        stats ? h("td", { class: "num" }, String(facts)) : h("td", { class: "num" }, String(bank.fact_count ?? "")),
+        stats ? h("td", { class: "num" }, fmtCount(facts)) : h("td", { class: "num" }, fmtCount(bank.fact_count)),
         statCell(stats, (s) => s.total_observations),
         statCell(stats, (s) => s.total_documents),
         statCell(stats, (s) => s.total_links),
@@ -80,7 +80,7 @@ export async function renderBanks(ctx) {
   const pager = h(
     "div",
     { class: "pager" },
-    `${list.total ? offset + 1 : 0}–${offset + list.banks.length} of ${list.total}`,
+    pageRange(offset, list.banks.length, list.total),
     offset > 0
       ? h("a", { href: `#/?q=${encodeURIComponent(q)}&offset=${Math.max(0, offset - PAGE)}` }, "‹ Previous")
       : null,

@@ -1,7 +1,7 @@
 // Entities: the list (search, sort, paging), the co-occurrence graph, and one entity's detail.
 
 import { api, bankPath } from "../api.js";
-import { badge, clear, fmtDate, h, section } from "../dom.js";
+import { badge, clear, fmtCount, fmtDate, h, pageRange, section } from "../dom.js";
 import { graphSvg } from "../graph.js";
 import { bankHref } from "../links.js";
 
@@ -30,7 +30,7 @@ function entityList(ctx, result, offset) {
       h("td", {}, h("a", { href: bankHref(ctx.bankId, `entities/${entity.id}`) }, entity.canonical_name)),
       h("td", {}, badge(entity.metadata?.entity_kind || "free", "kind")),
       h("td", {}, entity.metadata?.entity_type || ""),
-      h("td", { class: "num" }, String(entity.mention_count)),
+      h("td", { class: "num" }, fmtCount(entity.mention_count)),
       h("td", { class: "nowrap" }, fmtDate(entity.first_seen)),
       h("td", { class: "nowrap" }, fmtDate(entity.last_seen)),
     ),
@@ -53,7 +53,7 @@ function entityList(ctx, result, offset) {
     h(
       "div",
       { class: "pager" },
-      `${result.total ? offset + 1 : 0}–${offset + result.items.length} of ${result.total}`,
+      pageRange(offset, result.items.length, result.total),
       offset > 0 ? h("a", { href: params(Math.max(0, offset - PAGE)) }, "‹ Previous") : null,
       offset + PAGE < result.total ? h("a", { href: params(offset + PAGE) }, "Next ›") : null,
     ),
@@ -113,7 +113,7 @@ export async function renderEntities(ctx) {
       h(
         "p",
         { class: "muted small", id: "graph-summary" },
-        `${graph.nodes.length} of ${graph.total_entities} entities, ${graph.edges.length} of ${graph.total_edges} pairs. `,
+        `${fmtCount(graph.nodes.length)} of ${fmtCount(graph.total_entities)} entities, ${fmtCount(graph.edges.length)} of ${fmtCount(graph.total_edges)} pairs. `,
         "Size = mentions, thickness = facts in common. Hover a node to see its neighbours, click it to open it.",
       ),
       h("div", { id: "graph" }, picture),
@@ -150,7 +150,7 @@ export async function renderEntity(ctx) {
             "tbody",
             {},
             h("tr", {}, h("th", {}, "Type"), h("td", {}, entity.metadata?.entity_type || "unknown")),
-            h("tr", {}, h("th", {}, "Mentions"), h("td", {}, String(entity.mention_count))),
+            h("tr", {}, h("th", {}, "Mentions"), h("td", {}, fmtCount(entity.mention_count))),
             h("tr", {}, h("th", {}, "First seen"), h("td", {}, fmtDate(entity.first_seen))),
             h("tr", {}, h("th", {}, "Last seen"), h("td", {}, fmtDate(entity.last_seen))),
             h("tr", {}, h("th", {}, "Aliases"), h("td", {}, entity.aliases.join(", ") || "none")),
@@ -164,7 +164,7 @@ export async function renderEntity(ctx) {
               "ul",
               { class: "plain" },
               entity.cooccurring.map((p) =>
-                h("li", {}, h("a", { href: bankHref(ctx.bankId, `entities/${p.entity_id}`) }, p.canonical_name), ` · ${p.count}`),
+                h("li", {}, h("a", { href: bankHref(ctx.bankId, `entities/${p.entity_id}`) }, p.canonical_name), ` · ${fmtCount(p.count)}`),
               ),
             )
           : h("p", { class: "muted" }, "Nothing."),

@@ -4,7 +4,7 @@
 import { api, bankPath } from "../api.js";
 import { consolidationOffNotice, consolidationStatus } from "../consolidation.js";
 import { bankHref } from "../links.js";
-import { badge, clear, fmtDate, h, splitList, tagChips } from "../dom.js";
+import { badge, clear, fmtCount, fmtDate, h, pageRange, splitList, tagChips } from "../dom.js";
 
 const TYPES = ["", "world", "experience", "observation"];
 const MATCHES = ["any", "all", "any_strict", "all_strict", "exact"];
@@ -20,7 +20,7 @@ function select(name, options, value, labels = {}) {
 }
 
 function consolidation(item, status) {
-  if (item.fact_type === "observation") return h("span", { class: "muted" }, `${item.proof_count} proofs`);
+  if (item.fact_type === "observation") return h("span", { class: "muted" }, `${fmtCount(item.proof_count)} proofs`);
   if (item.consolidation_failed_at && !item.consolidated_at) return badge("failed", "failed");
   if (item.consolidated_at) return badge("consolidated", "completed");
   if (!status.enabled) return h("span", { class: "badge badge-off", title: `consolidation is off: ${status.reason}` }, "off");
@@ -96,7 +96,7 @@ export async function renderMemories(ctx) {
   const pager = h(
     "div",
     { class: "pager" },
-    h("span", { id: "memory-count" }, `${result.total ? offset + 1 : 0}–${offset + result.items.length} of ${result.total}`),
+    h("span", { id: "memory-count" }, pageRange(offset, result.items.length, result.total)),
     offset > 0 ? h("a", { href: page(Math.max(0, offset - limit)) }, "‹ Previous") : null,
     offset + limit < result.total ? h("a", { href: page(offset + limit) }, "Next ›") : null,
   );

@@ -1,7 +1,7 @@
 // Observations grouped by scope (the tag set they were consolidated under); scopes never mix.
 
 import { api, bankPath } from "../api.js";
-import { clear, fmtDate, h, section, tagChips } from "../dom.js";
+import { clear, fmtCount, fmtDate, h, section, tagChips } from "../dom.js";
 import { bankHref } from "../links.js";
 
 const SCOPES = 50;
@@ -15,10 +15,9 @@ async function scopeObservations(ctx, tags) {
     });
     return { items: result.items, total: result.total };
   }
-  // The list API cannot send an empty tag list, so the untagged scope is picked out here.
-  const result = await api("GET", base, { query: { type: "observation", limit: 1000 } });
-  const untagged = result.items.filter((item) => !item.tags || item.tags.length === 0);
-  return { items: untagged.slice(0, PER_SCOPE), total: untagged.length };
+  // A query string cannot carry an empty tag list: the untagged scope has its own flag.
+  const result = await api("GET", base, { query: { type: "observation", untagged: true, limit: PER_SCOPE } });
+  return { items: result.items, total: result.total };
 }
 
 function observationRow(ctx, item) {
@@ -26,7 +25,7 @@ function observationRow(ctx, item) {
     "tr",
     { "data-id": item.id },
     h("td", { class: "text-cell" }, h("a", { href: bankHref(ctx.bankId, `memories/${item.id}`) }, item.text)),
-    h("td", { class: "num" }, String(item.proof_count)),
+    h("td", { class: "num" }, fmtCount(item.proof_count)),
     h("td", { class: "nowrap" }, fmtDate(item.updated_at)),
   );
 }
@@ -56,7 +55,7 @@ export async function renderObservations(ctx) {
     h(
       "p",
       { class: "muted" },
-      `${scopes.total} scope${scopes.total === 1 ? "" : "s"}. Each scope is consolidated on its own: its observations never see another scope's facts.`,
+      `${fmtCount(scopes.total)} scope${scopes.total === 1 ? "" : "s"}. Each scope is consolidated on its own: its observations never see another scope's facts.`,
     ),
     groups.map(({ scope, result }) =>
       h(
@@ -66,7 +65,7 @@ export async function renderObservations(ctx) {
           "h2",
           {},
           scope.tags.length ? tagChips(scope.tags) : h("span", { class: "chip global" }, "global (untagged)"),
-          h("span", { class: "muted small" }, ` ${scope.count} observation${scope.count === 1 ? "" : "s"}`),
+          h("span", { class: "muted small" }, ` ${fmtCount(scope.count)} observation${scope.count === 1 ? "" : "s"}`),
         ),
         h(
           "table",
@@ -85,7 +84,7 @@ export async function renderObservations(ctx) {
                   tags_match: "exact",
                 }),
               },
-              `All ${result.total} →`,
+              `All ${fmtCount(result.total)} →`,
             )
           : null,
       ),

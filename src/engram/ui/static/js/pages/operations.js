@@ -2,7 +2,7 @@
 // cancelled ones can be retried, pending ones cancelled.
 
 import { api, bankPath } from "../api.js";
-import { badge, clear, errorBox, fmtDate, h, notice, shortId } from "../dom.js";
+import { badge, clear, errorBox, fmtCount, fmtDate, h, notice, pageRange, shortId } from "../dom.js";
 import { bankHref } from "../links.js";
 
 const REFRESH_MS = 2000;
@@ -57,7 +57,7 @@ export async function renderOperations(ctx) {
       h("td", {}, op.operation_type),
       h("td", {}, badge(op.status)),
       h("td", {}, progressCell(op)),
-      h("td", { class: "num" }, op.items_count == null ? "" : String(op.items_count)),
+      h("td", { class: "num" }, fmtCount(op.items_count)),
       h("td", { class: "nowrap" }, fmtDate(op.created_at)),
       h("td", { class: "nowrap" }, fmtDate(op.updated_at)),
       h("td", { class: "num" }, String(op.retry_count)),
@@ -93,7 +93,7 @@ export async function renderOperations(ctx) {
       h(
         "div",
         { class: "pager" },
-        `${result.total ? offset + 1 : 0}–${offset + result.operations.length} of ${result.total}`,
+        pageRange(offset, result.operations.length, result.total),
         offset > 0 ? h("a", { href: bankHref(ctx.bankId, "operations", { status, offset: Math.max(0, offset - PAGE) }) }, "‹ Previous") : null,
         offset + PAGE < result.total ? h("a", { href: bankHref(ctx.bankId, "operations", { status, offset: offset + PAGE }) }, "Next ›") : null,
       ),

@@ -3,10 +3,10 @@
 import { api, bankPath } from "../api.js";
 import { consolidationOffNotice } from "../consolidation.js";
 import { bankHref } from "../links.js";
-import { clear, fmtDate, h, section } from "../dom.js";
+import { clear, fmtCount, fmtDate, h, section } from "../dom.js";
 
 function stat(label, value, href = null) {
-  const body = [h("div", { class: "stat-value" }, String(value ?? 0)), h("div", { class: "stat-label" }, label)];
+  const body = [h("div", { class: "stat-value" }, fmtCount(value ?? 0)), h("div", { class: "stat-label" }, label)];
   return href ? h("a", { class: "stat", href }, body) : h("div", { class: "stat" }, body);
 }
 
@@ -59,19 +59,19 @@ export async function renderOverview(ctx) {
             {},
             h("tr", {}, h("th", {}, "Last memory write"), h("td", {}, fmtDate(stats.last_memory_write_at) || "never")),
             h("tr", {}, h("th", {}, "Last consolidation"), h("td", {}, fmtDate(stats.last_consolidated_at) || "never")),
-            h("tr", {}, h("th", {}, "Links by type"), h("td", {}, links.map(([k, v]) => `${k} ${v}`).join(", ") || "none")),
-            h("tr", {}, h("th", {}, "Operations"), h("td", {}, ops.map(([k, v]) => `${k} ${v}`).join(", ") || "none")),
+            h("tr", {}, h("th", {}, "Links by type"), h("td", {}, links.map(([k, v]) => `${k} ${fmtCount(v)}`).join(", ") || "none")),
+            h("tr", {}, h("th", {}, "Operations"), h("td", {}, ops.map(([k, v]) => `${k} ${fmtCount(v)}`).join(", ") || "none")),
           ),
         ),
       ),
       section(
-        `Tags (${tags.total})`,
+        `Tags (${fmtCount(tags.total)})`,
         tags.items.length
           ? h(
               "div",
               { class: "chips" },
               tags.items.map((t) =>
-                h("a", { class: "chip", href: memories({ tags: t.tag, tags_match: "all_strict" }) }, `${t.tag} · ${t.count}`),
+                h("a", { class: "chip", href: memories({ tags: t.tag, tags_match: "all_strict" }) }, `${t.tag} · ${fmtCount(t.count)}`),
               ),
             )
           : h("p", { class: "muted" }, "No tags."),
