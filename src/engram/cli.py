@@ -230,6 +230,10 @@ def build_parser() -> argparse.ArgumentParser:
     restore.add_argument("file")
     restore.add_argument("--dry-run", action="store_true")
     restore.set_defaults(fn=cmd_restore)
+
+    from engram.cli_transfer import add_commands as add_transfer_commands
+
+    add_transfer_commands(sub)
     return parser
 
 

@@ -54,3 +54,35 @@ def test_update_memory_and_dry_run(client: ThreadedClient, bank_id: str) -> None
     assert any("Rust" in fact.text for fact in preview.facts)
     time.sleep(0)  # nothing is stored by a dry run:
     assert [m.id for m in all_memories(client, bank_id)] == [memory.id]
+
+
+def test_export_import_and_clone_bank(client: ThreadedClient, bank_id: str) -> None:
+    client.create_bank(bank_id, name="Source bank")
+    client.retain(bank_id, "Hugo repairs bicycles in Ghent.", document_id="h-1", tags=["shop"])
+    client.create_directive(bank_id, name="polite", content="Always be polite.", priority=3)
+    archive = client.export_bank(bank_id, poll_interval=0.2)
+    assert archive[:2] == b"PK", "a ZIP archive"
+
+    restored = bank_id + "-restored"
+    operation_id = client.import_bank(bank_id, archive, target_bank_id=restored)
+    assert wait_for_operation(client, bank_id, operation_id).status == "completed"
+    (memory,) = all_memories(client, restored)
+    assert memory.text == "Hugo repairs bicycles in Ghent." and memory.tags == ["shop"]
+    assert [d.name for d in client.list_directives(restored).items] == ["polite"]
+
+    cloned = bank_id + "-cloned"
+    operation_id = client.clone_bank(bank_id, cloned)
+    assert wait_for_operation(client, bank_id, operation_id).status == "completed"
+    assert [m.text for m in all_memories(client, cloned)] == [memory.text]
+    assert client.run(client.documents.get_document(cloned, "h-1")).tags == ["shop"]
+
+
+def test_export_and_import_documents(client: ThreadedClient, bank_id: str) -> None:
+    client.retain(bank_id, "Ines speaks Portuguese.", document_id="i-1")
+    client.retain(bank_id, "Jon speaks Danish.", document_id="j-1")
+    archive = client.export_documents(bank_id, document_ids=["i-1"], poll_interval=0.2)
+    target = bank_id + "-docs"
+    client.create_bank(target)
+    submission = client.run(client.document_transfer.import_documents(target, archive))
+    assert wait_for_operation(client, target, submission.operation_id).status == "completed"
+    assert [m.text for m in all_memories(client, target)] == ["Ines speaks Portuguese."]

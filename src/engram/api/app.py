@@ -28,6 +28,7 @@ from engram.api import (
     operations,
     reflect,
     templates,
+    transfer,
 )
 from engram.api.auth import ApiKeyAuth, parse_api_keys
 from engram.api.errors import install_error_handlers
@@ -99,7 +100,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.add_middleware(ApiKeyAuth, keys=parse_api_keys(settings.api_keys, settings.tenant_api_key))  # outermost
     routers = (health, banks, memories, reflect, documents, entities, consolidation, observations, mental_models,
                directives, templates, operations, metrics)
-    routers += (memories_edit, documents_edit)  # issue 16: editing
+    routers += (memories_edit, documents_edit, transfer)  # issue 16: editing, moving banks
     for module in routers:
         app.include_router(module.router)
     app.include_router(mcp_router())  # /mcp and /mcp/{bank_id}/, with its own lifespan

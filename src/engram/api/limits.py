@@ -12,6 +12,9 @@ from urllib.parse import parse_qsl
 from engram.api.auth import ASGIApp, Receive, Scope, Send
 
 DEFAULT_MAX_REQUEST_BYTES = 10 * 1024 * 1024
+# Uploads (files to retain, transfer archives) may be larger, as in Hindsight: up to 100 MB.
+MAX_UPLOAD_BYTES = 100 * 1024 * 1024
+UPLOAD_PATH_SUFFIXES = ("/files/retain", "/transfer/import", "/document-transfer")
 # JSON escapes that decode to NUL or to a surrogate half; a cheap test before parsing anything.
 _SUSPECT_ESCAPE = re.compile(rb"\\u0000|\\u[dD][89a-fA-F]")
 
@@ -93,8 +96,11 @@ class RequestLimits:
         if problem:
             await _answer(send, 400, "InvalidInput", *problem)
             return
-        if _declared_length(scope) > self.max_body_bytes:
-            await self._too_large(send)
+        limit = self.max_body_bytes
+        if scope["path"].endswith(UPLOAD_PATH_SUFFIXES):
+            limit = max(limit, MAX_UPLOAD_BYTES)
+        if _declared_length(scope) > limit:
+            await self._too_large(send, limit)
             return
         chunks: list[bytes] = []
         size = 0
@@ -104,8 +110,8 @@ class RequestLimits:
                 return
             chunk = message.get("body", b"")
             size += len(chunk)
-            if size > self.max_body_bytes:
-                await self._too_large(send)
+            if size > limit:
+                await self._too_large(send, limit)
                 return
             chunks.append(chunk)
             if not message.get("more_body", False):
@@ -117,9 +123,9 @@ class RequestLimits:
             return
         await self.app(scope, _replay(body, receive), send)
 
-    async def _too_large(self, send: Send) -> None:
-        limit = f"larger than the limit of {self.max_body_bytes} bytes (ENGRAM_MAX_REQUEST_BYTES)"
-        await _answer(send, 413, "PayloadTooLarge", "body", limit)
+    async def _too_large(self, send: Send, limit: int) -> None:
+        setting = "for uploads" if limit == MAX_UPLOAD_BYTES else "(ENGRAM_MAX_REQUEST_BYTES)"
+        await _answer(send, 413, "PayloadTooLarge", "body", f"larger than the limit of {limit} bytes {setting}")
 
 
 def _declared_length(scope: Scope) -> int:
