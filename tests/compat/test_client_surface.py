@@ -86,3 +86,18 @@ def test_export_and_import_documents(client: ThreadedClient, bank_id: str) -> No
     submission = client.run(client.document_transfer.import_documents(target, archive))
     assert wait_for_operation(client, target, submission.operation_id).status == "completed"
     assert [m.text for m in all_memories(client, target)] == ["Ines speaks Portuguese."]
+
+
+def test_content_blocks_and_attachment_bytes(client: ThreadedClient, bank_id: str) -> None:
+    from tests.integration.test_attachments import PDF, block, png
+
+    image = png(4, 4)
+    client.retain(bank_id, [{"type": "text", "text": "The router's status light is shown here:"},
+                            block("image", "image/png", image),
+                            block("file", "application/pdf", PDF, filename="router.pdf")], document_id="r-1")
+    document = client.run(client.documents.get_document(bank_id, "r-1"))
+    assert [(a.kind, a.media_type, a.filename) for a in document.attachments] == [
+        ("image", "image/png", None), ("file", "application/pdf", "router.pdf")]
+    for attachment, original in zip(document.attachments, (image, PDF)):
+        assert bytes(client.run(client.memory.get_bank_attachment(bank_id, attachment.id))) == original
+    assert any("status light" in m.text for m in all_memories(client, bank_id)), "the text around them is retained"

@@ -4,6 +4,7 @@ imported again — or cloned — loses nothing; bad archives and taken bank ids 
 
 from __future__ import annotations
 
+import hashlib
 import io
 import json
 import time
@@ -15,6 +16,7 @@ import httpx
 import pytest
 
 from tests.conftest import RunningServer
+from tests.integration.test_attachments import PDF, block, png
 from tests.integration.test_consolidation import Script, fact_line, observation_handle
 from tests.support.scripted_llm import ScriptedLLM
 from tests.support.waiting import settle
@@ -156,7 +158,10 @@ def snapshot(http: httpx.Client, bank_id: str) -> dict[str, Any]:
         chunks = _all(http, bank_id, f"documents/{doc['id']}/chunks")
         documents.append({k: detail[k] for k in ("id", "original_text", "tags", "document_metadata", "retain_params",
                                                   "observation_scopes", "memory_unit_count", "created_at")}
-                         | {"chunks": [c["chunk_text"] for c in chunks]})
+                         | {"chunks": [(c["chunk_text"], [a["hash"] for a in c["attachments"]]) for c in chunks],
+                            "attachments": [(a["kind"], a["media_type"], a["hash"], a["byte_size"], a["filename"],
+                                             hashlib.sha256(http.get(a["url"]).content).hexdigest())
+                                            for a in detail["attachments"]]})
     stats = http.get(f"/v1/default/banks/{bank_id}/stats").json()
     models = [{k: m[k] for k in ("id", "name", "source_query", "tags", "max_tokens", "trigger")}
               for m in _all(http, bank_id, "mental-models")]
@@ -200,6 +205,8 @@ def _rich_bank(http: httpx.Client, llm: ScriptedLLM, bank_id: str) -> None:
          "timestamp": "2024-03-01T10:00:00Z"},
         {"content": "Bob plays the cello on Sundays.", "document_id": "c", "tags": ["team:y"],
          "observation_scopes": "per_tag"},
+        {"content": [{"type": "text", "text": "The team photo from the offsite."}, block("image", "image/png", png()),
+                     block("file", "application/pdf", PDF, filename="agenda.pdf")], "document_id": "d"},
     ]
     for item in items:
         http.post(f"/v1/default/banks/{bank_id}/memories", json={"items": [item]}).raise_for_status()
@@ -224,7 +231,9 @@ def test_engram_export_reimports_with_nothing_lost(llm_http: httpx.Client, llm: 
     with zipfile.ZipFile(io.BytesIO(data)) as zf:
         manifest = json.loads(zf.read("manifest.json"))
         assert manifest["schema_version"] == 1 and manifest["archive_type"] == "bank"
-        assert manifest["document_count"] == 3 and "documents/000002.json" in zf.namelist()
+        assert manifest["document_count"] == 4 and "documents/000003.json" in zf.namelist()
+        assert manifest["attachment_count"] == 2
+        assert len([n for n in zf.namelist() if n.startswith("attachments/")]) == 2
     copy = bank_id + "-copy"
     result = import_archive(llm_http, bank_id, data, target_bank_id=copy)
     assert result["observations_dropped"] == 0 and result["config_keys_dropped"] == []
@@ -232,10 +241,10 @@ def test_engram_export_reimports_with_nothing_lost(llm_http: httpx.Client, llm: 
     assert snapshot(llm_http, copy) == before
 
     again = import_archive(llm_http, bank_id, data, target_bank_id=copy, mode="merge", document_conflict="skip")
-    assert again["documents_skipped"] == 3 and again["facts_imported"] == 0
+    assert again["documents_skipped"] == 4 and again["facts_imported"] == 0
     renamed = import_archive(llm_http, bank_id, data, target_bank_id=copy, mode="merge", document_conflict="new-id")
-    assert renamed["documents_imported"] == 3
-    assert len(_all(llm_http, copy, "documents")) == 6
+    assert renamed["documents_imported"] == 4
+    assert len(_all(llm_http, copy, "documents")) == 8
 
 
 def test_clone_copies_the_bank(llm_http: httpx.Client, llm: ScriptedLLM, bank_id: str) -> None:

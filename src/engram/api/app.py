@@ -13,6 +13,7 @@ from fastapi import FastAPI
 
 from engram import __version__, ui
 from engram.api import (
+    attachments,
     banks,
     consolidation,
     directives,
@@ -100,7 +101,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.add_middleware(ApiKeyAuth, keys=parse_api_keys(settings.api_keys, settings.tenant_api_key))  # outermost
     routers = (health, banks, memories, reflect, documents, entities, consolidation, observations, mental_models,
                directives, templates, operations, metrics)
-    routers += (memories_edit, documents_edit, transfer)  # issue 16: editing, moving banks
+    routers += (memories_edit, documents_edit, transfer, attachments)  # issue 16: editing, moving banks, files
     for module in routers:
         app.include_router(module.router)
     app.include_router(mcp_router())  # /mcp and /mcp/{bank_id}/, with its own lifespan

@@ -15,6 +15,7 @@ import numpy as np
 
 from engram.errors import Conflict
 from engram.llm.base import TokenUsage
+from engram.retain.attachments import write_attachments
 from engram.retain.chunking import chunk_text
 from engram.retain.facts import ExtractedFact, embedding_text
 from engram.retain.label_config import LabelGroup, groups_from_config
@@ -248,6 +249,7 @@ async def _write(
             await fw.reindex_chunks(conn, [c.reuse_id for c in reused], [c.index for c in reused])
             new_chunks = [(c.chunk_id, c.index, c.text, c.content_hash) for c in plan.chunks if not c.reuse_id]
             await fw.insert_chunks(conn, bank_id, plan.document_id, new_chunks)
+            await write_attachments(conn, bank_id, plan)
         await fw.insert_units(conn, bank_id, [p.row for p in pending])
         await fw.insert_sentence_vectors(
             conn, bank_id, [(p.row.id, vector) for p in pending for vector in p.sentence_vectors]

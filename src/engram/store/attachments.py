@@ -26,6 +26,7 @@ class NewAttachment:
     block_index: int | None = None
     chunk_id: str | None = None
     filename: str | None = None
+    text_offset: int | None = None
 
 
 async def insert(conn: Conn, bank_id: str, rows: list[NewAttachment]) -> None:
@@ -33,11 +34,11 @@ async def insert(conn: Conn, bank_id: str, rows: list[NewAttachment]) -> None:
         return
     await conn.executemany(
         f"""
-        INSERT INTO attachments ({COLUMNS.replace(', created_at', '')}, data)
-        VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
+        INSERT INTO attachments ({COLUMNS.replace(', created_at', '')}, text_offset, data)
+        VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
         """,
         [(r.id, bank_id, r.document_id, r.chunk_id, r.block_index, r.kind, r.role, r.media_type, r.filename,
-          len(r.data), hashlib.sha256(r.data).hexdigest(), r.data) for r in rows],
+          len(r.data), hashlib.sha256(r.data).hexdigest(), r.text_offset, r.data) for r in rows],
     )
 
 
@@ -56,4 +57,26 @@ async def of_document(conn: Conn, bank_id: str, document_id: str) -> list[asyncp
 async def of_chunks(conn: Conn, chunk_ids: list[str]) -> list[asyncpg.Record]:
     return await conn.fetch(
         f"SELECT {COLUMNS} FROM attachments WHERE chunk_id = ANY($1::text[]) ORDER BY block_index, id", chunk_ids
+    )
+
+
+async def delete_content_of(conn: Conn, bank_id: str, document_id: str) -> None:
+    """Forget the content-block attachments of a document being replaced (its original file stays)."""
+    await conn.execute(
+        "DELETE FROM attachments WHERE bank_id = $1 AND document_id = $2 AND role = 'content'", bank_id, document_id
+    )
+
+
+async def offsets_of(conn: Conn, bank_id: str, document_id: str) -> list[asyncpg.Record]:
+    return await conn.fetch(
+        "SELECT id, text_offset FROM attachments WHERE bank_id = $1 AND document_id = $2 AND text_offset IS NOT NULL",
+        bank_id, document_id,
+    )
+
+
+async def set_chunks(conn: Conn, ids: list[uuid.UUID], chunk_ids: list[str | None]) -> None:
+    await conn.execute(
+        "UPDATE attachments a SET chunk_id = u.chunk FROM unnest($1::uuid[], $2::text[]) AS u(id, chunk)"
+        " WHERE a.id = u.id",
+        ids, chunk_ids,
     )

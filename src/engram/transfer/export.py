@@ -170,7 +170,8 @@ async def _attachments(conn: Conn, bank_id: str, documents: set[str]) -> list[di
         if row["document_id"] in documents:
             out.append({
                 "id": str(row["id"]), "document_id": row["document_id"], "chunk_index": row["chunk_index"],
-                "block_index": row["block_index"], "kind": row["kind"], "role": row["role"],
+                "block_index": row["block_index"], "text_offset": row["text_offset"], "kind": row["kind"],
+                "role": row["role"],
                 "media_type": row["media_type"], "filename": row["filename"], "byte_size": row["byte_size"],
                 "sha256": row["sha256"], "created_at": _iso(row["created_at"]),
                 "path": f"attachments/{row['id']}", "data": bytes(row["data"]),

@@ -217,6 +217,7 @@ def attachment_rows(metas: list[dict[str, Any]], doc: DocumentRows) -> list[atta
             media_type=m.get("media_type") or "application/octet-stream", data=m["data"],
             role=m.get("role") or "content", block_index=m.get("block_index"),
             chunk_id=doc.chunk_ids.get(m.get("chunk_index")), filename=m.get("filename"),
+            text_offset=m.get("text_offset"),
         )
         for m in metas
     ]
