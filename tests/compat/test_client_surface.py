@@ -101,3 +101,19 @@ def test_content_blocks_and_attachment_bytes(client: ThreadedClient, bank_id: st
     for attachment, original in zip(document.attachments, (image, PDF)):
         assert bytes(client.run(client.memory.get_bank_attachment(bank_id, attachment.id))) == original
     assert any("status light" in m.text for m in all_memories(client, bank_id)), "the text around them is retained"
+
+
+def test_retain_files(client: ThreadedClient, bank_id: str, tmp_path) -> None:
+    from tests.integration.test_files_retain import make_docx, make_pdf
+
+    (tmp_path / "log.pdf").write_bytes(make_pdf())
+    (tmp_path / "onboarding.docx").write_bytes(make_docx())
+    answer = client.retain_files(bank_id, [tmp_path / "log.pdf", tmp_path / "onboarding.docx"],
+                                 files_metadata=[{"document_id": "log", "tags": ["ops"]}, {"document_id": "onb"}])
+    assert len(answer.operation_ids) == 2
+    assert [wait_for_operation(client, bank_id, op, timeout=90).status for op in answer.operation_ids] == [
+        "completed", "completed"]
+    log = client.run(client.documents.get_document(bank_id, "log"))
+    assert "Nadia Petrova" in log.original_text and log.tags == ["ops"]
+    assert [a.filename for a in log.attachments] == ["log.pdf"]
+    assert "Omar Haddad" in client.run(client.documents.get_document(bank_id, "onb")).original_text

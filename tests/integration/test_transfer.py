@@ -7,7 +7,6 @@ from __future__ import annotations
 import hashlib
 import io
 import json
-import time
 import zipfile
 from pathlib import Path
 from typing import Any
@@ -19,26 +18,16 @@ from tests.conftest import RunningServer
 from tests.integration.test_attachments import PDF, block, png
 from tests.integration.test_consolidation import Script, fact_line, observation_handle
 from tests.support.scripted_llm import ScriptedLLM
-from tests.support.waiting import settle
+from tests.support.waiting import finish_operation, settle
 
 HINDSIGHT_ARCHIVE = Path(__file__).resolve().parents[2] / "../shared/data/hindsight-1.1.0-export.zip"
-
-
-def finish(http: httpx.Client, bank_id: str, operation_id: str, timeout: float = 90) -> dict[str, Any]:
-    deadline = time.monotonic() + timeout
-    while True:
-        status = http.get(f"/v1/default/banks/{bank_id}/operations/{operation_id}").json()
-        if status["status"] in ("completed", "failed"):
-            return status
-        assert time.monotonic() < deadline, f"operation {operation_id} still {status['status']}"
-        time.sleep(0.1)
 
 
 def import_archive(http: httpx.Client, bank_id: str, data: bytes, **params: Any) -> dict[str, Any]:
     answer = http.post(f"/v1/default/banks/{bank_id}/transfer/import", params=params,
                        files={"file": ("bank.zip", data, "application/zip")})
     assert answer.status_code == 202, answer.text
-    status = finish(http, bank_id, answer.json()["operation_id"])
+    status = finish_operation(http, bank_id, answer.json()["operation_id"])
     assert status["status"] == "completed", status
     return status["result_metadata"]
 
@@ -46,7 +35,7 @@ def import_archive(http: httpx.Client, bank_id: str, data: bytes, **params: Any)
 def export_archive(http: httpx.Client, bank_id: str, **params: Any) -> bytes:
     answer = http.post(f"/v1/default/banks/{bank_id}/transfer/export", params=params)
     assert answer.status_code == 202, answer.text
-    status = finish(http, bank_id, answer.json()["operation_id"])
+    status = finish_operation(http, bank_id, answer.json()["operation_id"])
     assert status["status"] == "completed", status
     download = http.get(status["result_metadata"]["download_url"])
     assert download.status_code == 200 and download.headers["content-type"] == "application/zip"
@@ -252,7 +241,7 @@ def test_clone_copies_the_bank(llm_http: httpx.Client, llm: ScriptedLLM, bank_id
     before = snapshot(llm_http, bank_id)
     answer = llm_http.post(f"/v1/default/banks/{bank_id}/clone", params={"target_bank_id": bank_id + "-clone"})
     assert answer.status_code == 202, answer.text
-    assert finish(llm_http, bank_id, answer.json()["operation_id"])["status"] == "completed"
+    assert finish_operation(llm_http, bank_id, answer.json()["operation_id"])["status"] == "completed"
     settle(llm_http, bank_id + "-clone")
     assert snapshot(llm_http, bank_id + "-clone") == before
     taken = llm_http.post(f"/v1/default/banks/{bank_id}/clone", params={"target_bank_id": bank_id + "-clone"})
@@ -280,13 +269,13 @@ def test_bad_archives_taken_banks_and_deprecated_routes(http: httpx.Client, bank
 
     answer = http.post(f"/v1/default/banks/{bank_id}/document-transfer/export", params={"document_id": ["z"]})
     assert answer.status_code == 202
-    status = finish(http, bank_id, answer.json()["operation_id"])
+    status = finish_operation(http, bank_id, answer.json()["operation_id"])
     archive = http.get(status["result_metadata"]["download_url"]).content
     with zipfile.ZipFile(io.BytesIO(archive)) as zf:
         assert json.loads(zf.read("manifest.json"))["archive_type"] == "documents"
     merged = http.post(f"/v1/default/banks/{bank_id}/document-transfer", params={"on_conflict": "replace"},
                        files={"file": ("d.zip", archive)})
     assert merged.status_code == 202
-    result = finish(http, bank_id, merged.json()["operation_id"])["result_metadata"]
+    result = finish_operation(http, bank_id, merged.json()["operation_id"])["result_metadata"]
     assert result["documents_replaced"] == 1 and result["facts_imported"] == 1
     assert [f["text"] for f in _all(http, bank_id, "memories/list")] == ["Zoe likes tea."]

@@ -20,6 +20,7 @@ from engram.api import (
     documents,
     documents_edit,
     entities,
+    files,
     health,
     memories,
     memories_edit,
@@ -101,7 +102,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.add_middleware(ApiKeyAuth, keys=parse_api_keys(settings.api_keys, settings.tenant_api_key))  # outermost
     routers = (health, banks, memories, reflect, documents, entities, consolidation, observations, mental_models,
                directives, templates, operations, metrics)
-    routers += (memories_edit, documents_edit, transfer, attachments)  # issue 16: editing, moving banks, files
+    routers += (memories_edit, documents_edit, transfer, attachments, files)  # issue 16: edit, move, files
     for module in routers:
         app.include_router(module.router)
     app.include_router(mcp_router())  # /mcp and /mcp/{bank_id}/, with its own lifespan

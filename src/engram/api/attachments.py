@@ -21,7 +21,7 @@ def attachment_item(row: Any) -> dict[str, Any]:
     """As the contract's ChunkAttachment."""
     return {
         "id": str(row["id"]), "hash": row["sha256"], "kind": row["kind"], "media_type": row["media_type"],
-        "byte_size": row["byte_size"], "filename": row["filename"],
+        "byte_size": row["byte_size"], "filename": row["filename"], "role": row["role"],
         "url": f"/v1/default/banks/{row['bank_id']}/attachments/{row['id']}",
     }
 
