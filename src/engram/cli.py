@@ -85,6 +85,10 @@ def _request(args: argparse.Namespace, method: str, path: str, body: Any = None)
 
 
 def cmd_retain(args: argparse.Namespace) -> int:
+    from engram.cli_files import retain_file, wants_conversion
+
+    if wants_conversion(args.file):  # PDF, DOCX, …: converted by the server
+        return retain_file(args, args.file)
     if args.file:
         with open(args.file, encoding="utf-8") as handle:
             text = handle.read()
@@ -123,8 +127,11 @@ def cmd_banks(args: argparse.Namespace) -> int:
 def cmd_import(args: argparse.Namespace) -> int:
     from pathlib import Path
 
+    from engram.cli_files import retain_file, wants_conversion
     from engram.cli_import import import_file
 
+    if wants_conversion(args.file):
+        return retain_file(args, args.file)
     try:
         summary = import_file(Path(args.file), args.bank, lambda m, p, b: _request(args, m, p, b), tags=args.tag)
     except (OSError, ValueError) as exc:

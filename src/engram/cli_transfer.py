@@ -49,9 +49,12 @@ def _submit(url: str, path: Path, bank: str, args: argparse.Namespace) -> str:
 def _follow(url: str, bank: str, operation_id: str) -> dict[str, Any]:
     """Poll the operation, drawing its stage and progress, until it ends."""
     import httpx
+    from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
-    with Progress(TextColumn("{task.description:<12}"), BarColumn(), MofNCompleteColumn()) as bar:
+    # The bar goes to stderr: stdout carries the result, which scripts may read.
+    columns = (TextColumn("{task.description:<12}"), BarColumn(), MofNCompleteColumn())
+    with Progress(*columns, console=Console(stderr=True)) as bar:
         task = bar.add_task("queued", total=None)
         while True:
             status = httpx.get(f"{url}/v1/default/banks/{bank}/operations/{operation_id}", headers=_headers(),
