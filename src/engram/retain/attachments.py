@@ -80,12 +80,36 @@ def chunk_starts(text: str, chunks: list[str]) -> list[int]:
     return starts
 
 
-def owner_chunk(starts: list[int], chunk_ids: list[str], at: int) -> str | None:
+def owner_chunk(starts: list[int], chunk_ids: list[Any], at: int) -> Any:
     """The chunk an offset of the document's text falls in (the first one before any text)."""
     for index in reversed(range(len(chunk_ids))):
         if starts[index] <= at:
             return chunk_ids[index]
     return chunk_ids[0] if chunk_ids else None
+
+
+def _placed(plan: Any) -> list[tuple[BlockAttachment, int, int | None]]:
+    """Each new attachment of a document plan with its offset in the plan's text and the position of
+    its chunk in `plan.chunks` (None when the plan has no chunk)."""
+    text = "\n\n".join(item.text for item in plan.items)
+    starts = chunk_starts(text, [c.text for c in plan.chunks])
+    positions = list(range(len(plan.chunks)))
+    out, item_offset = [], 0
+    for item in plan.items:
+        for a in item.attachments:
+            at = item_offset + a.offset
+            out.append((a, at, owner_chunk(starts, positions, at) if positions else None))
+        item_offset += len(item.text) + 2
+    return out
+
+
+def images_by_chunk(plan: Any) -> dict[int, list[BlockAttachment]]:
+    """The image blocks of a document plan, by the position of the chunk they sit in."""
+    grouped: dict[int, list[BlockAttachment]] = {}
+    for attachment, _, position in _placed(plan):
+        if attachment.kind == "image" and position is not None:
+            grouped.setdefault(position, []).append(attachment)
+    return grouped
 
 
 async def write_attachments(conn: Any, bank_id: str, plan: Any) -> None:
@@ -106,14 +130,12 @@ async def write_attachments(conn: Any, bank_id: str, plan: Any) -> None:
     if items[0].update_mode == "replace":
         await store.delete_content_of(conn, bank_id, plan.document_id)
     base = len(plan.original_text) - len(text)  # an append's text follows what the document had
-    rows, item_offset = [], 0
-    for item in items:
-        for a in item.attachments:
-            at = item_offset + a.offset
-            rows.append(NewAttachment(
-                id=uuid.uuid4(), document_id=plan.document_id, kind=a.kind, media_type=a.media_type, data=a.data,
-                block_index=a.block_index, chunk_id=owner_chunk(starts, chunk_ids, at), filename=a.filename,
-                text_offset=base + at,
-            ))
-        item_offset += len(item.text) + 2
+    rows = [
+        NewAttachment(
+            id=uuid.uuid4(), document_id=plan.document_id, kind=a.kind, media_type=a.media_type, data=a.data,
+            block_index=a.block_index, chunk_id=chunk_ids[position] if position is not None else None,
+            filename=a.filename, text_offset=base + at,
+        )
+        for a, at, position in _placed(plan)
+    ]
     await store.insert(conn, bank_id, rows)

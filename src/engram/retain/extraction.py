@@ -147,13 +147,16 @@ async def extract_with_llm(
     mission: str | None = None,
     custom_instructions: str | None = None,
     label_groups: list[LabelGroup] | None = None,
+    images: list[Any] | None = None,
 ) -> tuple[list[ExtractedFact], TokenUsage]:
     from engram.llm.structured import generate_structured
+    from engram.retain.vision import with_images
 
     messages = build_messages(
         chunk, said_at=said_at, context=context, mission=mission, custom_instructions=custom_instructions,
         label_groups=label_groups,
     )
+    messages = with_images(messages, images or [])
     groups = label_groups or []
     output, usage = await generate_structured(
         provider, messages, output_model(groups, strict=False), temperature=0.1,

@@ -15,7 +15,7 @@ import numpy as np
 
 from engram.errors import Conflict
 from engram.llm.base import TokenUsage
-from engram.retain.attachments import write_attachments
+from engram.retain.attachments import images_by_chunk, write_attachments
 from engram.retain.chunking import chunk_text
 from engram.retain.facts import ExtractedFact, embedding_text
 from engram.retain.label_config import LabelGroup, groups_from_config
@@ -107,6 +107,8 @@ async def _extract(services: Services, plans: list[DocumentPlan], config: dict[s
                    groups: list[LabelGroup], progress: Progress | None) -> TokenUsage:
     """Fill each new chunk's facts, with the LLM when one is configured, offline otherwise."""
     todo = [(plan, chunk) for plan in plans for chunk in plan.chunks if chunk.reuse_id is None]
+    vision = services.settings.llm_vision and services.llm is not None
+    images = {id(plan): images_by_chunk(plan) for plan in plans} if vision else {}
     usage = TokenUsage()
     done = 0
     semaphore = asyncio.Semaphore(EXTRACTION_CONCURRENCY)
@@ -126,6 +128,7 @@ async def _extract(services: Services, plans: list[DocumentPlan], config: dict[s
                     mission=config.get("retain_mission"),
                     custom_instructions=config.get("retain_custom_instructions"),
                     label_groups=groups,
+                    images=images.get(id(plan), {}).get(plan.chunks.index(chunk)),
                 )
                 usage = usage + used
             else:
