@@ -10,7 +10,7 @@ from fastapi.responses import JSONResponse, Response
 
 from engram.api.auth import bank_access
 from engram.api.deps import require_bank, services
-from engram.errors import Conflict, InvalidInput, NotFound
+from engram.errors import Conflict, EngramError, InvalidInput, NotFound
 from engram.services import Services
 from engram.store import files
 from engram.store import operations as ops
@@ -20,6 +20,17 @@ from engram.transfer.handlers import upload_key
 from engram.transfer.importer import CONFLICTS, MODES
 
 router = APIRouter(prefix="/v1/default", tags=["Bank Transfer"])
+
+
+class Forbidden(EngramError):
+    status = 403
+
+
+def _may_create(request: Request, target: str) -> None:
+    """A bank-limited API key may only create (import into, clone into) a bank it may use."""
+    access = bank_access(request)
+    if access is not None and not access.allows(target):
+        raise Forbidden(f"this API key may not use bank '{target}'")
 
 
 async def _submit(svc: Services, bank_id: str, operation_type: str, payload: dict[str, Any]) -> JSONResponse:
@@ -50,8 +61,9 @@ async def _upload(svc: Services, bank_id: str, file: UploadFile) -> tuple[str, A
 
 @router.post("/banks/{bank_id}/transfer/import")
 async def import_bank_transfer(
-    bank_id: str, file: UploadFile = File(...), mode: str = "restore", target_bank_id: str | None = None,
-    document_conflict: str = "skip", include_data: bool | None = None, include_bank_config: bool | None = None,
+    bank_id: str, request: Request, file: UploadFile = File(...), mode: str = "restore",
+    target_bank_id: str | None = None, document_conflict: str = "skip", include_data: bool | None = None,
+    include_bank_config: bool | None = None,
     include_history: bool | None = None, svc: Services = Depends(services),
 ) -> JSONResponse:
     if mode not in MODES:
@@ -61,6 +73,7 @@ async def import_bank_transfer(
     data = await file.read()
     archive = read_archive(data)
     target = target_bank_id or archive.source_bank_id or bank_id
+    _may_create(request, target)
     if mode == "restore" and await get_bank(svc.pool, target) is not None:
         raise Conflict(f"bank '{target}' already exists: a restore creates a new bank (use mode=merge to add to it)")
     key = upload_key(bank_id)
@@ -72,12 +85,13 @@ async def import_bank_transfer(
 
 @router.post("/banks/{bank_id}/clone")
 async def clone_bank(
-    bank_id: str, target_bank_id: str, include_data: bool = True, include_bank_config: bool = True,
+    bank_id: str, request: Request, target_bank_id: str, include_data: bool = True, include_bank_config: bool = True,
     include_history: bool = False, svc: Services = Depends(services),
 ) -> JSONResponse:
     await require_bank(svc, bank_id)
     if not target_bank_id.strip():
         raise InvalidInput("target_bank_id", "must not be empty")
+    _may_create(request, target_bank_id)
     if await get_bank(svc.pool, target_bank_id) is not None:
         raise Conflict(f"bank '{target_bank_id}' already exists: a clone creates a new bank")
     payload = {"target_bank_id": target_bank_id, "include_data": include_data,
