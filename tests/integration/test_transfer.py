@@ -279,3 +279,17 @@ def test_bad_archives_taken_banks_and_deprecated_routes(http: httpx.Client, bank
     result = finish_operation(http, bank_id, merged.json()["operation_id"])["result_metadata"]
     assert result["documents_replaced"] == 1 and result["facts_imported"] == 1
     assert [f["text"] for f in _all(http, bank_id, "memories/list")] == ["Zoe likes tea."]
+
+
+def test_old_export_archives_are_dropped_by_the_next_export(http: httpx.Client, bank_id: str, pg_dsn: str) -> None:
+    from tests.conftest import _admin
+
+    http.post(f"/v1/default/banks/{bank_id}/memories", json={"items": [{"content": "Yuki bakes bread."}]})
+    first = http.post(f"/v1/default/banks/{bank_id}/transfer/export").json()["operation_id"]
+    url = finish_operation(http, bank_id, first)["result_metadata"]["download_url"]
+    key = url.split("/files/download/", 1)[1]
+    _admin(pg_dsn, f"UPDATE stored_files SET created_at = now() - interval '2 days' WHERE key = '{key}'")
+    assert http.get(url).status_code == 200, "kept until a later export"
+    second = http.post(f"/v1/default/banks/{bank_id}/transfer/export").json()["operation_id"]
+    newer = finish_operation(http, bank_id, second)["result_metadata"]["download_url"]
+    assert http.get(url).status_code == 404 and http.get(newer).status_code == 200

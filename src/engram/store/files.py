@@ -24,3 +24,13 @@ async def get(conn: Conn, key: str) -> asyncpg.Record | None:
 
 async def delete(conn: Conn, key: str) -> None:
     await conn.execute("DELETE FROM stored_files WHERE key = $1", key)
+
+
+async def forget_old_exports(conn: Conn, bank_id: str, keep_hours: float = 24) -> int:
+    """Drop a bank's export archives older than `keep_hours` (they are downloads, not backups)."""
+    status = await conn.execute(
+        "DELETE FROM stored_files WHERE bank_id = $1 AND key LIKE 'banks/%/exports/%'"
+        " AND created_at < now() - make_interval(secs => $2)",
+        bank_id, keep_hours * 3600,
+    )
+    return int(status.split()[-1])

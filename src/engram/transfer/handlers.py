@@ -40,6 +40,7 @@ async def run_export(services: Services, operation: asyncpg.Record, progress: Pr
     key = f"banks/{bank_id}/exports/{operation['id']}/transfer.zip"
     suffix = "documents" if payload.get("archive_type") == "documents" else "bank"
     filename = f"{bank_id}-{suffix}.zip"
+    await files.forget_old_exports(services.pool, bank_id)
     await files.put(services.pool, key, bank_id, data, media_type="application/zip", filename=filename)
     manifest = archive.manifest
     return {
