@@ -97,55 +97,36 @@ def _embed_all(plan: _Plan) -> None:
         obs.vector, obs.token_count = vector, tokens
 
 
-async def import_archive(
-    services: Services, archive: Archive, options: ImportOptions, progress: Progress | None = None
-) -> dict[str, Any]:
-    options.check()
-    bank_id = options.target_bank_id
-    exists = await get_bank(services.pool, bank_id) is not None
-    if options.mode == "restore" and exists:
-        raise Conflict(f"bank '{bank_id}' already exists: a restore creates a new bank (use mode=merge to add to it)")
+async def _plan_data(services: Services, archive: Archive, options: ImportOptions) -> _Plan:
+    """Which documents arrive under which id, their rows, and the observations that still have sources."""
     plan = _Plan()
-    if options.include_data:
-        mapping, existing = await _document_ids(services, options, archive)
-        plan.skipped = [source for source, target in mapping.items() if target is None]
-        if options.document_conflict == "replace":
-            plan.replaced = [target for source, target in mapping.items() if target and source in existing]
-        plan.documents = [
-            rows.document_rows(doc, mapping[doc["id"]]) for doc in archive.documents if mapping[doc["id"]]
-        ]
-        positions = {(d.source_id, i): u.row.id for d in plan.documents for i, u in enumerate(d.units)}
-        plan.observations, plan.history, plan.dropped_observations = rows.observation_rows(
-            archive.observations, positions)
-        if archive.links is not None and options.mode == "restore":  # a merge links to what the bank has
-            plan.links = rows.link_rows(archive.links, positions)
+    if not options.include_data:
+        return plan
+    mapping, existing = await _document_ids(services, options, archive)
+    plan.skipped = [source for source, target in mapping.items() if target is None]
+    if options.document_conflict == "replace":
+        plan.replaced = [target for source, target in mapping.items() if target and source in existing]
+    plan.documents = [rows.document_rows(doc, mapping[doc["id"]]) for doc in archive.documents if mapping[doc["id"]]]
+    positions = {(d.source_id, i): u.row.id for d in plan.documents for i, u in enumerate(d.units)}
+    plan.observations, plan.history, plan.dropped_observations = rows.observation_rows(archive.observations, positions)
+    if archive.links is not None and options.mode == "restore":  # a merge links to what the bank has
+        plan.links = rows.link_rows(archive.links, positions)
+    return plan
+
+
+async def _embed(plan: _Plan, progress: Progress | None) -> None:
+    total = sum(len(d.units) for d in plan.documents) + len(plan.observations)
     if progress:
-        await progress("embedding", 0, sum(len(d.units) for d in plan.documents) + len(plan.observations))
+        await progress("embedding", 0, total)
     await asyncio.to_thread(_embed_all, plan)
     if progress:
-        total = sum(len(d.units) for d in plan.documents) + len(plan.observations)
         await progress("embedding", total, total)
-    config, dropped_config = rows.bank_config(archive) if options.include_bank_config else ({}, [])
-    models = rows.mental_models(archive) if options.include_bank_config else []
-    model_vectors = await asyncio.to_thread(rows.embed_models, models)
-    if progress:
-        await progress("writing", 0, len(plan.documents))
-    async with transaction(services.pool) as conn:
-        profile = rows.bank_profile(archive) if options.include_bank_config else {}
-        await upsert_bank(conn, bank_id, name=profile.get("name"), mission=profile.get("mission"),
-                          background=profile.get("background"), config_updates=config)
-        await _write_documents(conn, bank_id, plan, archive)
-        await tw.insert_observations(conn, bank_id, plan.observations)
-        await tw.insert_observation_history(conn, bank_id, plan.history)
-        for model, vector in zip(models, model_vectors):
-            await tw.insert_mental_model(conn, bank_id, model, vector)
-        if options.include_bank_config:
-            await tw.insert_mental_model_history(conn, bank_id, rows.mental_model_history(archive))
-            for directive in rows.directives(archive):
-                await tw.insert_directive(conn, bank_id, directive)
-    await after_memory_change(services, bank_id)
+
+
+def _summary(archive: Archive, options: ImportOptions, plan: _Plan, models: list[Any], dropped: list[str]
+             ) -> dict[str, Any]:
     return {
-        "bank_id": bank_id, "source_bank_id": archive.source_bank_id, "mode": options.mode,
+        "bank_id": options.target_bank_id, "source_bank_id": archive.source_bank_id, "mode": options.mode,
         "documents_imported": len(plan.documents), "documents_skipped": len(plan.skipped),
         "documents_replaced": len(plan.replaced),
         "facts_imported": sum(len(d.units) for d in plan.documents),
@@ -154,8 +135,41 @@ async def import_archive(
         "mental_models_imported": len(models),
         "directives_imported": len(rows.directives(archive)) if options.include_bank_config else 0,
         "attachments_imported": sum(len(d.attachments) for d in plan.documents),
-        "config_keys_dropped": dropped_config,
+        "config_keys_dropped": dropped,
     }
+
+
+async def import_archive(
+    services: Services, archive: Archive, options: ImportOptions, progress: Progress | None = None
+) -> dict[str, Any]:
+    options.check()
+    bank_id = options.target_bank_id
+    exists = await get_bank(services.pool, bank_id) is not None
+    if options.mode == "restore" and exists:
+        raise Conflict(f"bank '{bank_id}' already exists: a restore creates a new bank (use mode=merge to add to it)")
+    plan = await _plan_data(services, archive, options)
+    await _embed(plan, progress)
+    with_config = options.include_bank_config
+    config, dropped_config = rows.bank_config(archive) if with_config else ({}, [])
+    models = rows.mental_models(archive) if with_config else []
+    model_vectors = await asyncio.to_thread(rows.embed_models, models)
+    if progress:
+        await progress("writing", 0, len(plan.documents))
+    async with transaction(services.pool) as conn:
+        profile = rows.bank_profile(archive) if with_config else {}
+        await upsert_bank(conn, bank_id, name=profile.get("name"), mission=profile.get("mission"),
+                          background=profile.get("background"), config_updates=config)
+        await _write_documents(conn, bank_id, plan, archive)
+        await tw.insert_observations(conn, bank_id, plan.observations)
+        await tw.insert_observation_history(conn, bank_id, plan.history)
+        for model, vector in zip(models, model_vectors):
+            await tw.insert_mental_model(conn, bank_id, model, vector)
+        if with_config:
+            await tw.insert_mental_model_history(conn, bank_id, rows.mental_model_history(archive))
+            for directive in rows.directives(archive):
+                await tw.insert_directive(conn, bank_id, directive)
+    await after_memory_change(services, bank_id)
+    return _summary(archive, options, plan, models, dropped_config)
 
 
 async def _write_documents(conn: Any, bank_id: str, plan: _Plan, archive: Archive) -> None:
