@@ -117,3 +117,17 @@ def test_retain_files(client: ThreadedClient, bank_id: str, tmp_path) -> None:
     assert "Nadia Petrova" in log.original_text and log.tags == ["ops"]
     assert [a.filename for a in log.attachments] == ["log.pdf"]
     assert "Omar Haddad" in client.run(client.documents.get_document(bank_id, "onb")).original_text
+
+
+def test_download_file_and_the_removed_sync_export(client: ThreadedClient, bank_id: str) -> None:
+    from hindsight_client_api.exceptions import ApiException
+
+    client.retain(bank_id, "Kai repairs the elevators.", document_id="k-1")
+    submission = client.run(client.bank_transfer.export_bank_transfer(bank_id))
+    status = wait_for_operation(client, bank_id, submission.operation_id)
+    key = status.result_metadata["storage_key"]
+    archive = bytes(client.run(client.document_transfer.download_file(key)))  # slashes sent as %2F
+    assert archive[:2] == b"PK" and len(archive) == status.result_metadata["byte_size"]
+    with pytest.raises(ApiException) as gone:
+        client.run(client.document_transfer.export_documents_sync_removed(bank_id))
+    assert gone.value.status == 410
