@@ -7,7 +7,6 @@ from __future__ import annotations
 import base64
 import uuid
 
-
 from tests.conftest import RunningServer
 from tests.integration.test_attachments import png
 from tests.support.waiting import settle, wait_for
