@@ -33,6 +33,12 @@ def _read_text(args: argparse.Namespace) -> str:
 
 
 def cmd_retain(args: argparse.Namespace) -> int:
+    from engram.cli_files import retain_file, wants_conversion
+
+    if wants_conversion(args.file):  # PDF, DOCX, …: converted by the server
+        if args.text is not None:
+            raise UserError("give the text either as an argument or with --file, not both")
+        return retain_file(args, args.file)
     text = _read_text(args)
     if not text.strip():
         raise UserError("nothing to retain: the text is empty")
@@ -224,7 +230,8 @@ def _memory_commands(sub: Any, common: argparse.ArgumentParser) -> None:
                                  "engram retain my-bank --file notes.md --tag house --document-id notes")
     _bank(retain)
     retain.add_argument("text", nargs="?", metavar="TEXT", help="the text (or use --file)")
-    retain.add_argument("--file", metavar="PATH", help="retain this UTF-8 file's text instead of TEXT")
+    retain.add_argument("--file", metavar="PATH", help="retain this file instead of TEXT: UTF-8 text, or a PDF, "
+                        "DOCX, PPTX, XLSX, HTML or CSV file the server converts")
     retain.add_argument("--tag", action="append", metavar="TAG", help="tag the memories (repeatable)")
     retain.add_argument("--document-id", metavar="ID", help="group the facts under this document; retaining the "
                         "same id again replaces it (default: a new id)")

@@ -214,8 +214,11 @@ def _counts(request: Callable[[str, str, Any], Any], bank: str) -> dict[str, int
 
 
 def cmd_import(args: argparse.Namespace) -> int:
+    from engram.cli_files import retain_file, wants_conversion
     from engram.cli_http import Client
 
+    if wants_conversion(args.file):  # PDF, DOCX, …: converted by the server
+        return retain_file(args, args.file)
     client = Client(args)
     try:
         summary = import_file(Path(args.file), args.bank, lambda m, p, b: client.request(m, p, b), tags=args.tag)

@@ -108,6 +108,7 @@ class Settings:
     llm_timeout: float = 120.0
     llm_max_retries: int = 2
     llm_context_tokens: int = 4096  # the context window of the `local` provider's model
+    llm_vision: bool = False  # the (OpenAI-compatible) model reads images: retain sends it image blocks
     reranker_model_path: str | None = None
     worker_enabled: bool = True
     worker_poll_interval: float = 0.5
@@ -153,6 +154,7 @@ class Settings:
             llm_timeout=get("llm_timeout", 120.0),
             llm_max_retries=get("llm_max_retries", 2),
             llm_context_tokens=get("llm_context_tokens", 4096),
+            llm_vision=get("llm_vision", False),
             reranker_model_path=get("reranker_model_path", None),
             worker_enabled=get("worker_enabled", True),
             worker_poll_interval=get("worker_poll_interval", 0.5),

@@ -179,3 +179,36 @@ def test_dry_run_extract_stores_nothing(http: httpx.Client, bank_id: str) -> Non
     assert body["facts"][0]["attachments"] == [{"block_index": 1, "type": "image", "media_type": "image/png"}]
     assert http.get(f"/v1/default/banks/{bank_id}/memories/list").json()["total"] == 0
     assert http.get(f"/v1/default/banks/{bank_id}/documents").json()["total"] == 0
+
+
+def test_retag_with_the_same_tags_keeps_the_observations(
+    llm_http: httpx.Client, llm: ScriptedLLM, bank_id: str
+) -> None:
+    Script(llm).decide = _observe_each_fact
+    _retain(llm_http, bank_id, BERLIN, document_id="doc-s", tags=["team:a"])
+    (before,) = observations(llm_http, bank_id)
+    answer = llm_http.patch(f"/v1/default/banks/{bank_id}/documents/doc-s", json={"tags": ["team:a"]}).json()
+    assert answer["facts_updated"] == 0 and answer["observations_removed"] == 0
+    settle(llm_http, bank_id)
+    assert [o["id"] for o in observations(llm_http, bank_id)] == [before["id"]], "nothing to rebuild"
+    kinds = [e["kind"] for e in llm_http.get(f"/v1/default/banks/{bank_id}/documents/doc-s/history").json()["items"]]
+    assert kinds == ["retain"]
+
+
+def test_memory_tags_and_metadata_move_its_observation_to_the_new_scope(
+    llm_http: httpx.Client, llm: ScriptedLLM, bank_id: str
+) -> None:
+    Script(llm).decide = _observe_each_fact
+    _retain(llm_http, bank_id, BERLIN, document_id="doc-m", tags=["team:a"])
+    (fact,) = _facts(llm_http, bank_id)
+    (before,) = observations(llm_http, bank_id)
+    answer = llm_http.patch(f"/v1/default/banks/{bank_id}/memories/{fact['id']}",
+                            json={"tags": ["team:b"], "metadata": {"source": "hr"}})
+    assert answer.status_code == 200, answer.text
+    settle(llm_http, bank_id)
+    detail = llm_http.get(f"/v1/default/banks/{bank_id}/memories/{fact['id']}").json()
+    assert detail["tags"] == ["team:b"] and detail["metadata"] == {"source": "hr"}
+    (after,) = observations(llm_http, bank_id)
+    assert after["id"] != before["id"] and after["tags"] == ["team:b"], "rebuilt in the new scope"
+    bad = llm_http.patch(f"/v1/default/banks/{bank_id}/memories/{fact['id']}", json={"tags": [" "]})
+    assert bad.status_code == 400 and bad.json()["field"] == "tags[0]"

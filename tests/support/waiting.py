@@ -28,3 +28,13 @@ def settle(http: httpx.Client, bank_id: str, timeout: float = 60) -> dict[str, A
         return stats if stats["pending_operations"] == 0 else None
 
     return wait_for(idle, f"the operations of {bank_id} to settle", timeout)
+
+
+def finish_operation(http: httpx.Client, bank_id: str, operation_id: str, timeout: float = 90) -> dict[str, Any]:
+    """Wait until one operation has completed or failed; return its status."""
+
+    def ended() -> dict[str, Any] | None:
+        status = http.get(f"/v1/default/banks/{bank_id}/operations/{operation_id}").json()
+        return status if status["status"] in ("completed", "failed", "cancelled") else None
+
+    return wait_for(ended, f"operation {operation_id}", timeout)

@@ -13,12 +13,14 @@ from fastapi import FastAPI
 
 from engram import __version__, ui
 from engram.api import (
+    attachments,
     banks,
     consolidation,
     directives,
     documents,
     documents_edit,
     entities,
+    files,
     health,
     memories,
     memories_edit,
@@ -28,6 +30,7 @@ from engram.api import (
     operations,
     reflect,
     templates,
+    transfer,
 )
 from engram.api.auth import ApiKeyAuth, parse_api_keys
 from engram.api.errors import UnexpectedErrors, install_error_handlers
@@ -101,7 +104,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.add_middleware(UnexpectedErrors)  # outermost: an error escaping anything inside answers a clean 500
     routers = (health, banks, memories, reflect, documents, entities, consolidation, observations, mental_models,
                directives, templates, operations, metrics)
-    routers += (memories_edit, documents_edit)  # issue 16: editing
+    routers += (memories_edit, documents_edit, transfer, attachments, files)  # issue 16: edit, move, files
     for module in routers:
         app.include_router(module.router)
     app.include_router(mcp_router())  # /mcp and /mcp/{bank_id}/, with its own lifespan

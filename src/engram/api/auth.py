@@ -33,6 +33,7 @@ MCP_PREFIX = "/mcp"
 # Paths outside any bank that a bank-limited key may still use: the bank list and chunks are
 # filtered by their handlers (see `bank_access`), the rest carry no memory data.
 CHUNKS_PREFIX = "/v1/default/chunks/"
+FILES_PREFIX = "/v1/default/files/download/"  # each stored file belongs to a bank its handler checks
 LIMITED_KEY_PATHS = ("/version", "/openapi.json", "/docs", "/redoc", "/ui", "/v1/bank-template-schema",
                      "/v1/bank-config-schema")
 STATE_KEY = "engram.bank_access"
@@ -143,7 +144,7 @@ def _refusal(access: BankAccess, scope: Scope) -> str | None:
     bank_id = _confined_bank(scope)
     if bank_id is not None:
         return None if access.allows(bank_id) else f"this API key may not use bank '{bank_id}'"
-    if path in (BANKS_PREFIX, BANKS_PREFIX + "/") or path.startswith(CHUNKS_PREFIX):
+    if path in (BANKS_PREFIX, BANKS_PREFIX + "/") or path.startswith((CHUNKS_PREFIX, FILES_PREFIX)):
         return None
     if path in LIMITED_KEY_PATHS or any(path.startswith(p + "/") for p in LIMITED_KEY_PATHS):
         return None

@@ -6,7 +6,7 @@ from typing import Any
 
 from fastapi import APIRouter, Depends, Query, Request
 
-from engram.api import choices
+from engram.api import attachments, choices
 from engram.api.auth import bank_access
 from engram.api.choices import choice, one_of
 from engram.api.deps import require_bank, services
@@ -68,6 +68,7 @@ async def get_document(bank_id: str, document_id: str, svc: Services = Depends(s
         "updated_at": iso(row["updated_at"]), "memory_unit_count": row["memory_unit_count"],
         "nodes_by_fact_type": row["by_type"], "tags": list(row["tags"]), "document_metadata": row["metadata"],
         "retain_params": row["retain_params"], "observation_scopes": row["observation_scopes"],
+        "attachments": await attachments.of_document(svc.pool, bank_id, document_id),
     }
 
 
@@ -87,7 +88,9 @@ async def list_chunks(
     svc: Services = Depends(services),
 ) -> dict[str, Any]:
     rows, total = await store.list_chunks(svc.pool, bank_id, document_id, limit=limit, offset=offset)
-    return {"items": [_chunk(r) for r in rows], "total": total, "limit": limit, "offset": offset}
+    found = await attachments.by_chunk(svc.pool, [r["id"] for r in rows])
+    items = [_chunk(r) | {"attachments": found.get(r["id"], [])} for r in rows]
+    return {"items": items, "total": total, "limit": limit, "offset": offset}
 
 
 @router.get("/chunks/{chunk_id}")
@@ -96,4 +99,4 @@ async def get_chunk(chunk_id: str, request: Request, svc: Services = Depends(ser
     access = bank_access(request)  # a bank-limited API key sees other banks' chunks as missing
     if row is None or (access is not None and not access.allows(row["bank_id"])):
         raise NotFound(f"chunk '{chunk_id}' not found")
-    return _chunk(row)
+    return _chunk(row) | {"attachments": (await attachments.by_chunk(svc.pool, [chunk_id])).get(chunk_id, [])}

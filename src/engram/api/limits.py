@@ -19,6 +19,9 @@ DEFAULT_MAX_REQUEST_BYTES = 10 * 1024 * 1024
 DEFAULT_BODY_READ_TIMEOUT = 30.0
 # Bodies larger than this are checked on a worker thread, so a big one does not hold the event loop.
 _CHECK_INLINE_BYTES = 64 * 1024
+# Uploads (files to retain, transfer archives) may be larger, as in Hindsight: up to 100 MB.
+MAX_UPLOAD_BYTES = 100 * 1024 * 1024
+UPLOAD_PATH_SUFFIXES = ("/files/retain", "/transfer/import", "/document-transfer")
 
 
 def _path_problem(path: str) -> tuple[str, str] | None:
@@ -80,10 +83,13 @@ class RequestLimits:
         if problem:
             await _answer(send, 400, "InvalidInput", *problem)
             return
-        if _declared_length(scope) > self.max_body_bytes:
-            await self._too_large(send)
+        limit = self.max_body_bytes
+        if scope["path"].endswith(UPLOAD_PATH_SUFFIXES):
+            limit = max(limit, MAX_UPLOAD_BYTES)
+        if _declared_length(scope) > limit:
+            await self._too_large(send, limit)
             return
-        body = await self._read_body(scope, receive, send)
+        body = await self._read_body(scope, receive, send, limit)
         if body is None:
             return
         problem = await _body_problem(scope, body)
@@ -92,7 +98,7 @@ class RequestLimits:
             return
         await self.app(scope, _replay(body, receive), send)
 
-    async def _read_body(self, scope: Scope, receive: Receive, send: Send) -> bytes | None:
+    async def _read_body(self, scope: Scope, receive: Receive, send: Send, limit: int) -> bytes | None:
         """The whole body, or None when the request was answered (413, 408) or the client left."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self.body_read_timeout
@@ -112,16 +118,16 @@ class RequestLimits:
                 return None
             chunk = message.get("body", b"")
             size += len(chunk)
-            if size > self.max_body_bytes:
-                await self._too_large(send)
+            if size > limit:
+                await self._too_large(send, limit)
                 return None
             chunks.append(chunk)
             if not message.get("more_body", False):
                 return b"".join(chunks)
 
-    async def _too_large(self, send: Send) -> None:
-        limit = f"larger than the limit of {self.max_body_bytes} bytes (ENGRAM_MAX_REQUEST_BYTES)"
-        await _answer(send, 413, "PayloadTooLarge", "body", limit)
+    async def _too_large(self, send: Send, limit: int) -> None:
+        setting = "for uploads" if limit == MAX_UPLOAD_BYTES else "(ENGRAM_MAX_REQUEST_BYTES)"
+        await _answer(send, 413, "PayloadTooLarge", "body", f"larger than the limit of {limit} bytes {setting}")
 
 
 def _header(scope: Scope, wanted: bytes) -> bytes | None:

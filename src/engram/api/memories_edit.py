@@ -27,6 +27,8 @@ class UpdateMemoryRequest(Model):
     resolve_entities: bool = True
     state: str | None = None
     reason: str | None = None
+    tags: list[str] | None = None  # Engram's: not in the contract's UpdateMemoryRequest
+    metadata: dict[str, str] | None = None  # Engram's
 
 
 class DryRunExtractRequest(Model):

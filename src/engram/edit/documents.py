@@ -33,8 +33,12 @@ async def update_document(
                 raise InvalidInput(f"tags[{position}]", "must not be empty")
         tags = merge_tags(tags)
     async with transaction(services.pool) as conn:
-        if await edits.lock_document_row(conn, bank_id, document_id) is None:
+        current = await edits.lock_document_row(conn, bank_id, document_id)
+        if current is None:
             raise NotFound(f"document '{document_id}' not found in bank '{bank_id}'")
+        same_tags = tags is None or list(current["tags"]) == tags
+        if same_tags and (not set_scopes or current["observation_scopes"] == scopes):
+            return {"success": True, "facts_updated": 0, "observations_removed": 0}  # nothing changes
         fact_ids = await edits.retag_document(
             conn, bank_id, document_id, tags=tags, scopes=scopes, set_scopes=set_scopes
         )

@@ -14,8 +14,9 @@ from engram.errors import InvalidInput, NotFound
 from engram.models.tokens import count_tokens
 from engram.retain.entities import Mention, store_entities
 from engram.retain.facts import embedding_text
+from engram.retain.prepare import merge_tags
 from engram.store import document_events, edits
-from engram.store.memories import get_unit
+from engram.store.memories import clear_observations_of, get_unit
 from engram.store.observations import forget_sources, reset_sources
 from engram.store.tx import transaction
 
@@ -59,6 +60,13 @@ def changes_from_request(fields: dict[str, Any], fact_type_now: str) -> dict[str
         if fact_type_now == "observation":
             raise InvalidInput("fact_type", "an observation's type cannot be changed")
         changes["fact_type"] = fields["fact_type"]
+    if fields.get("tags") is not None:  # Engram's addition to the contract's fields, as metadata
+        for position, tag in enumerate(fields["tags"]):
+            if not isinstance(tag, str) or not tag.strip():
+                raise InvalidInput(f"tags[{position}]", "must be a non-empty string")
+        changes["tags"] = merge_tags(fields["tags"])
+    if fields.get("metadata") is not None:
+        changes["metadata"] = {str(k): str(v) for k, v in fields["metadata"].items()}
     if fields.get("state") is not None:
         if fields["state"] not in STATES:
             raise InvalidInput("state", "must be valid or invalidated")
@@ -114,5 +122,8 @@ async def _reconsolidate(conn: Any, bank_id: str, row: Any, changes: dict[str, A
         await forget_sources(conn, bank_id, [row["id"]])  # no longer evidence for anything
         await conn.execute("UPDATE memory_units SET consolidated_at = now() WHERE id = $1", row["id"])
         return "fact_invalidated"
+    if "tags" in changes and sorted(changes["tags"]) != sorted(row["tags"]):
+        # Its observations belong to the old scope: they go, and it is consolidated in the new one.
+        await clear_observations_of(conn, bank_id, row["id"])
     await reset_sources(conn, [row["id"]])  # consolidation sees it again, with its observations
     return "fact_restored" if changes.get("state") == "valid" and row["state"] != "valid" else "fact_edited"

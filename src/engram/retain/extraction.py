@@ -212,15 +212,18 @@ async def extract_with_llm(
     custom_instructions: str | None = None,
     label_groups: list[LabelGroup] | None = None,
     free_form: bool = True,
+    images: list[Any] | None = None,
 ) -> tuple[list[ExtractedFact], TokenUsage]:
     """free_form False (`entities_allow_free_form: false`): neither the prompt nor the schema asks for
     free-form entities."""
     from engram.llm.structured import generate_structured
+    from engram.retain.vision import with_images
 
     messages = build_messages(
         chunk, said_at=said_at, context=context, mission=mission, custom_instructions=custom_instructions,
         label_groups=label_groups, free_form=free_form,
     )
+    messages = with_images(messages, images or [])
     groups = label_groups or []
     output, usage = await generate_structured(
         provider, messages, output_model(groups, strict=False, free_form=free_form), temperature=0.1,

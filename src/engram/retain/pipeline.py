@@ -15,6 +15,7 @@ import numpy as np
 
 from engram.errors import Conflict
 from engram.llm.base import TokenUsage
+from engram.retain.attachments import images_by_chunk, write_attachments
 from engram.retain.chunking import chunk_text
 from engram.retain.facts import ExtractedFact, embedding_text
 from engram.retain.label_config import LabelGroup, groups_from_config
@@ -106,6 +107,8 @@ async def _extract(services: Services, plans: list[DocumentPlan], config: dict[s
                    groups: list[LabelGroup], progress: Progress | None) -> TokenUsage:
     """Fill each new chunk's facts, with the LLM when one is configured, offline otherwise."""
     todo = [(plan, chunk) for plan in plans for chunk in plan.chunks if chunk.reuse_id is None]
+    vision = services.settings.llm_vision and services.llm is not None
+    images = {id(plan): images_by_chunk(plan) for plan in plans} if vision else {}
     usage = TokenUsage()
     done = 0
     semaphore = asyncio.Semaphore(EXTRACTION_CONCURRENCY)
@@ -126,6 +129,7 @@ async def _extract(services: Services, plans: list[DocumentPlan], config: dict[s
                     custom_instructions=config.get("retain_custom_instructions"),
                     label_groups=groups,
                     free_form=bool(config.get("entities_allow_free_form", True)),
+                    images=images.get(id(plan), {}).get(plan.chunks.index(chunk)),
                 )
                 usage = usage + used
             else:
@@ -252,6 +256,7 @@ async def _write(
             await fw.reindex_chunks(conn, [c.reuse_id for c in reused], [c.index for c in reused])
             new_chunks = [(c.chunk_id, c.index, c.text, c.content_hash) for c in plan.chunks if not c.reuse_id]
             await fw.insert_chunks(conn, bank_id, plan.document_id, new_chunks)
+            await write_attachments(conn, bank_id, plan)
         await fw.insert_units(conn, bank_id, [p.row for p in pending])
         await fw.insert_sentence_vectors(
             conn, bank_id, [(p.row.id, vector) for p in pending for vector in p.sentence_vectors]

@@ -9,6 +9,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from engram.errors import InvalidInput, PayloadTooLarge
+from engram.retain.attachments import BlockAttachment, split_blocks
 from engram.store.instants import OutOfCalendar, in_utc
 from engram.types import MemoryItem
 
@@ -38,6 +39,7 @@ class PreparedItem:
     reextract: bool = False  # reprocess: extract every chunk again, even unchanged ones
     history_kind: str = "retain"  # the document event this retain records (migration 010)
     operation_id: uuid.UUID | None = None
+    attachments: list[BlockAttachment] = field(default_factory=list)  # images and files of block content
 
 
 def _caller_types(item: MemoryItem) -> dict[str, str]:
@@ -48,17 +50,11 @@ def _caller_types(item: MemoryItem) -> dict[str, str]:
 
 
 def content_text(content: str | list[dict[str, Any]], field_name: str) -> str:
-    """Plain text of the content; of block content, the text blocks in order (images need a vision
-    model, which the no-LLM and text providers lack, so they are not stored as facts)."""
+    """Plain text of the content; of block content, the text blocks in order (images and files are
+    kept as attachments: see retain.attachments)."""
     if isinstance(content, str):
         return content
-    parts = []
-    for position, block in enumerate(content):
-        if not isinstance(block, dict) or "type" not in block:
-            raise InvalidInput(f"{field_name}[{position}]", "content blocks need a 'type'")
-        if block["type"] == "text":
-            parts.append(str(block.get("text", "")))
-    return "\n".join(parts)
+    return split_blocks(content, field_name)[0]
 
 
 def parse_item_timestamp(value: datetime | str | None, field_name: str, now: datetime) -> datetime | None:
@@ -111,9 +107,16 @@ def prepare_items(items: list[MemoryItem], document_tags: list[str] | None) -> l
     prepared = []
     for index, item in enumerate(items):
         where = f"items[{index}]"
-        text = content_text(item.content, f"{where}.content").strip()
-        if not text:
+        if isinstance(item.content, str):
+            raw, attachments = item.content, []
+        else:
+            raw, attachments = split_blocks(item.content, f"{where}.content")
+        text = raw.strip()
+        if not text and not attachments:
             raise InvalidInput(f"{where}.content", "must not be empty")
+        lead = len(raw) - len(raw.lstrip())
+        for attachment in attachments:  # offsets into the stripped text
+            attachment.offset = max(0, min(len(text), attachment.offset - lead))
         if len(text) > MAX_CONTENT_CHARS:
             raise PayloadTooLarge(f"{where}.content", f"longer than {MAX_CONTENT_CHARS} characters (got {len(text)})")
         _check_list_sizes(item, where, document_tags)
@@ -131,6 +134,7 @@ def prepare_items(items: list[MemoryItem], document_tags: list[str] | None) -> l
                 entity_types=_caller_types(item),
                 update_mode=item.update_mode or "replace",
                 resolve_entities=item.resolve_entities,
+                attachments=attachments,
             )
         )
     return prepared

@@ -14,7 +14,8 @@ from engram.store.entities import refresh_entity_counts
 UNIT_COLUMNS = {
     "text": "text", "context": "text", "fact_type": "text", "occurred_start": "timestamptz",
     "occurred_end": "timestamptz", "mentioned_at": "timestamptz", "state": "text",
-    "invalidation_reason": "text", "invalidated_at": "timestamptz", "token_count": "int",
+    "invalidation_reason": "text", "invalidated_at": "timestamptz", "token_count": "int", "tags": "text[]",
+    "metadata": "jsonb",
 }
 
 

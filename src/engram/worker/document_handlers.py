@@ -24,3 +24,26 @@ async def run_reprocess(services: Services, operation: asyncpg.Record, progress:
         "document_id": document_id, "facts": len(outcome.unit_ids),
         "usage": {"input_tokens": outcome.usage.input_tokens, "output_tokens": outcome.usage.output_tokens},
     }
+
+
+@handler("file_retain")
+async def run_file_retain(services: Services, operation: asyncpg.Record, progress: Progress) -> dict[str, Any]:
+    """Convert the uploaded file to markdown, retain it as its document, keep the original with it.
+    A file that cannot be read fails the operation with the reason."""
+    import asyncio
+
+    from engram.retain.files import keep_original, prepared_file
+    from engram.retain.pipeline import retain_items
+    from engram.store import files
+
+    payload, bank_id = operation["payload"], operation["bank_id"]
+    upload = await files.get(services.pool, payload["storage_key"])
+    if upload is None:
+        raise RuntimeError(f"the uploaded file {payload['filename']} is gone; upload it again")
+    await progress("converting", 0, 1)
+    item, markdown = await asyncio.to_thread(prepared_file, payload, bytes(upload["data"]))
+    outcome = await retain_items(services, bank_id, [item], progress=progress)
+    await keep_original(services.pool, bank_id, payload, bytes(upload["data"]))
+    await files.delete(services.pool, payload["storage_key"])
+    return {"document_id": item.document_id, "filename": payload["filename"], "format": payload["format"],
+            "markdown_chars": len(markdown), "facts": len(outcome.unit_ids)}

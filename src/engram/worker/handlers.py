@@ -84,4 +84,5 @@ async def run_refresh(services: Services, operation: asyncpg.Record, progress: P
 
 
 # Handlers kept next to the capability they run register themselves when imported.
+from engram.transfer import handlers as transfer_handlers  # noqa: E402,F401
 from engram.worker import document_handlers  # noqa: E402,F401

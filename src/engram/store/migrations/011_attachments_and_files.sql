@@ -7,6 +7,7 @@ CREATE TABLE attachments (
     document_id text NOT NULL,
     chunk_id    text REFERENCES chunks ON DELETE SET NULL,
     block_index integer,
+    text_offset integer,  -- where in the document's text it appeared: its chunk is found again after reprocessing
     kind        text NOT NULL CHECK (kind IN ('image', 'file')),
     role        text NOT NULL DEFAULT 'content' CHECK (role IN ('content', 'original')),
     media_type  text NOT NULL,

@@ -4,7 +4,7 @@ const KEY_STORAGE = "engram.apiKey";
 
 // The API lives next to /ui: strip "/ui/..." from the page's path (keeps a reverse-proxy prefix).
 const ROOT = location.pathname.replace(/\/ui(\/.*)?$/, "");
-const API = `${ROOT}/v1/default`;
+export const API = `${ROOT}/v1/default`;
 
 export function apiKey() {
   return localStorage.getItem(KEY_STORAGE) || "";

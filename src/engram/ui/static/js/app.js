@@ -5,6 +5,7 @@ import { clear, errorBox, h } from "./dom.js";
 import { bankHref } from "./links.js";
 import { renderBanks } from "./pages/banks.js";
 import { renderConfig } from "./pages/config.js";
+import { renderDocument, renderDocuments } from "./pages/documents.js";
 import { renderEntities, renderEntity } from "./pages/entities.js";
 import { renderMemories } from "./pages/memories.js";
 import { renderMemory } from "./pages/memory.js";
@@ -18,13 +19,14 @@ const BANK_PAGES = [
   ["", "Overview", renderOverview],
   ["memories", "Memories", renderMemories],
   ["observations", "Observations", renderObservations],
+  ["documents", "Documents", renderDocuments],
   ["entities", "Entities", renderEntities],
   ["recall", "Recall", renderRecall],
   ["reflect", "Reflect", renderReflect],
   ["config", "Config", renderConfig],
   ["operations", "Operations", renderOperations],
 ];
-const DETAIL_PAGES = { memories: renderMemory, entities: renderEntity };
+const DETAIL_PAGES = { memories: renderMemory, entities: renderEntity, documents: renderDocument };
 
 const main = document.getElementById("main");
 const sidenav = document.getElementById("sidenav");

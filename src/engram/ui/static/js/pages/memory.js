@@ -5,6 +5,7 @@ import { api, bankPath } from "../api.js";
 import { consolidationStatus, settingHref } from "../consolidation.js";
 import { badge, clear, errorBox, facts, fmtDate, h, section, shortId, tagChips } from "../dom.js";
 import { bankHref } from "../links.js";
+import { editSection } from "./memory_edit.js";
 
 const MAX_SOURCES = 30;
 
@@ -144,5 +145,6 @@ export async function renderMemory(ctx) {
     ? await Promise.all([evidenceSection(ctx, memory), historySection(ctx, memory).catch(errorBox)])
     : [await chunkSection(ctx, memory)];
   if (!ctx.alive()) return;
-  clear(ctx.main, h("h1", {}, isObservation ? "Observation" : "Memory"), details, extra);
+  const edit = isObservation ? null : editSection(ctx, memory, () => renderMemory(ctx));
+  clear(ctx.main, h("h1", {}, isObservation ? "Observation" : "Memory"), details, edit, extra);
 }

@@ -1,0 +1,84 @@
+"""The reads of a bank export: every table of a bank, or the documents asked for, in a stable order."""
+
+from __future__ import annotations
+
+import asyncpg
+
+from engram.store.tx import Conn
+
+_NAMES = """ARRAY(SELECT e.canonical_name FROM unit_entities ue JOIN entities e ON e.id = ue.entity_id
+                 WHERE ue.unit_id = m.id AND e.entity_kind = '{kind}' ORDER BY e.canonical_name)"""
+
+
+async def documents(conn: Conn, bank_id: str, only: list[str] | None) -> list[asyncpg.Record]:
+    return await conn.fetch(
+        "SELECT * FROM documents WHERE bank_id = $1 AND ($2::text[] IS NULL OR id = ANY($2::text[]))"
+        " ORDER BY created_at, id",
+        bank_id, only,
+    )
+
+
+async def chunks(conn: Conn, bank_id: str) -> list[asyncpg.Record]:
+    return await conn.fetch(
+        "SELECT id, document_id, chunk_index, chunk_text FROM chunks WHERE bank_id = $1"
+        " ORDER BY document_id, chunk_index",
+        bank_id,
+    )
+
+
+async def facts(conn: Conn, bank_id: str) -> list[asyncpg.Record]:
+    """World and experience facts with their entity names, in document and chunk order."""
+    return await conn.fetch(
+        f"""
+        SELECT m.*, c.chunk_index, {_NAMES.format(kind='free')} AS free_names,
+               {_NAMES.format(kind='label')} AS label_names
+        FROM memory_units m LEFT JOIN chunks c ON c.id = m.chunk_id
+        WHERE m.bank_id = $1 AND m.fact_type <> 'observation'
+        ORDER BY m.document_id, c.chunk_index NULLS LAST, m.created_at, m.id
+        """,
+        bank_id,
+    )
+
+
+async def links(conn: Conn, bank_id: str) -> list[asyncpg.Record]:
+    return await conn.fetch(
+        "SELECT from_unit, to_unit, link_type, weight FROM memory_links WHERE bank_id = $1"
+        " ORDER BY from_unit, to_unit, link_type",
+        bank_id,
+    )
+
+
+async def observations(conn: Conn, bank_id: str) -> list[asyncpg.Record]:
+    return await conn.fetch(
+        "SELECT * FROM memory_units WHERE bank_id = $1 AND fact_type = 'observation' ORDER BY created_at, id", bank_id
+    )
+
+
+async def observation_history(conn: Conn, bank_id: str) -> list[asyncpg.Record]:
+    return await conn.fetch(
+        "SELECT * FROM observation_history WHERE bank_id = $1 ORDER BY changed_at, id", bank_id
+    )
+
+
+async def mental_models(conn: Conn, bank_id: str) -> list[asyncpg.Record]:
+    return await conn.fetch("SELECT * FROM mental_models WHERE bank_id = $1 ORDER BY created_at, id", bank_id)
+
+
+async def mental_model_history(conn: Conn, bank_id: str) -> list[asyncpg.Record]:
+    return await conn.fetch(
+        "SELECT * FROM mental_model_history WHERE bank_id = $1 ORDER BY replaced_at, id", bank_id
+    )
+
+
+async def directives(conn: Conn, bank_id: str) -> list[asyncpg.Record]:
+    return await conn.fetch("SELECT * FROM directives WHERE bank_id = $1 ORDER BY created_at, id", bank_id)
+
+
+async def attachments(conn: Conn, bank_id: str) -> list[asyncpg.Record]:
+    return await conn.fetch(
+        """
+        SELECT a.*, c.chunk_index FROM attachments a LEFT JOIN chunks c ON c.id = a.chunk_id
+        WHERE a.bank_id = $1 ORDER BY a.document_id, a.block_index NULLS LAST, a.created_at, a.id
+        """,
+        bank_id,
+    )

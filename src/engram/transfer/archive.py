@@ -1,0 +1,157 @@
+"""The transfer ZIP of Hindsight 1.1.0, as a value: reading it (checked) and writing it.
+
+Layout (schema_version 1): `manifest.json`; `banks.json` (the bank row: name, mission, disposition and
+config, JSON values serialized as strings); `documents/000000.json`… (a document with its chunks and
+facts; facts carry entity names and causal relations by position); `observations.json` (sources by
+document id and fact position); `mental_models.json`, `mental_model_history.json`, `directives.json`,
+`webhooks.json`, `knowledge_pages.json`; `data/*.json` (the source server's operation log and queues).
+Embeddings and database ids never travel: the importer re-embeds with its own model.
+
+Engram adds what Hindsight's archive has no place for, as extra keys Hindsight ignores: a fact's
+`labels`, `fact_kind`, `state`…; an observation's `history` and `evidence`; the bank's config as it is
+(`engram_config` on the bank row); `links.json` (every link between facts, so an Engram archive
+restores the graph as it was rather than rebuilt); and attachments as `attachments.json` (metadata)
+plus one `attachments/<id>` entry of bytes each."""
+
+from __future__ import annotations
+
+import io
+import json
+import zipfile
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from engram.errors import InvalidInput
+
+SCHEMA_VERSION = 1
+MAX_UNCOMPRESSED_BYTES = 2 * 1024**3  # a larger archive is refused before anything is inflated
+TABLE_FILES = ("mental_models", "mental_model_history", "directives", "webhooks", "knowledge_pages")
+
+
+@dataclass
+class Archive:
+    manifest: dict[str, Any]
+    banks: list[dict[str, Any]] = field(default_factory=list)
+    documents: list[dict[str, Any]] = field(default_factory=list)
+    observations: list[dict[str, Any]] = field(default_factory=list)
+    tables: dict[str, list[dict[str, Any]]] = field(default_factory=dict)  # TABLE_FILES
+    attachments: list[dict[str, Any]] = field(default_factory=list)  # metadata; bytes under "data"
+    links: list[dict[str, Any]] | None = None  # Engram's: every link between facts, as it was
+
+    @property
+    def source_bank_id(self) -> str:
+        return str(self.manifest.get("source_bank_id") or "")
+
+    def table(self, name: str) -> list[dict[str, Any]]:
+        return self.tables.get(name, [])
+
+
+def decoded(value: Any) -> Any:
+    """A JSON column as found in `banks.json` and the table files: serialized (a string) or not."""
+    if isinstance(value, str):
+        try:
+            return json.loads(value)
+        except ValueError:
+            return value
+    return value
+
+
+def _json(zf: zipfile.ZipFile, name: str, default: Any) -> Any:
+    try:
+        raw = zf.read(name)
+    except KeyError:
+        return default
+    try:
+        return json.loads(raw)
+    except ValueError as exc:
+        raise InvalidInput("file", f"{name} in the archive is not JSON: {exc}") from None
+
+
+def read_archive(data: bytes) -> Archive:
+    try:
+        zf = zipfile.ZipFile(io.BytesIO(data))
+    except zipfile.BadZipFile:
+        raise InvalidInput("file", "not a ZIP archive (expected a Hindsight/Engram transfer archive)") from None
+    with zf:
+        if sum(info.file_size for info in zf.infolist()) > MAX_UNCOMPRESSED_BYTES:
+            raise InvalidInput("file", f"the archive inflates to more than {MAX_UNCOMPRESSED_BYTES} bytes")
+        manifest = _json(zf, "manifest.json", None)
+        if not isinstance(manifest, dict):
+            raise InvalidInput("file", "the archive has no manifest.json: not a transfer archive")
+        if manifest.get("schema_version") != SCHEMA_VERSION:
+            raise InvalidInput("file", f"unsupported archive schema_version {manifest.get('schema_version')!r}"
+                                       f" (expected {SCHEMA_VERSION})")
+        names = sorted(n for n in zf.namelist() if n.startswith("documents/") and n.endswith(".json"))
+        documents = [_json(zf, name, {}) for name in names]
+        for name, document in zip(names, documents):
+            if not isinstance(document, dict) or not isinstance(document.get("id"), str):
+                raise InvalidInput("file", f"{name} in the archive has no document id")
+        attachments = _json(zf, "attachments.json", [])
+        for meta in attachments:
+            try:
+                meta["data"] = zf.read(meta["path"])
+            except KeyError:
+                raise InvalidInput("file", f"attachment {meta.get('id')} has no bytes in the archive") from None
+        return Archive(
+            manifest=manifest,
+            banks=_json(zf, "banks.json", []),
+            documents=documents,
+            observations=_json(zf, "observations.json", []),
+            tables={name: _json(zf, f"{name}.json", []) for name in TABLE_FILES},
+            attachments=attachments,
+            links=_json(zf, "links.json", None),
+        )
+
+
+def _dump(value: Any) -> str:
+    return json.dumps(value, indent=2, default=_default, ensure_ascii=False)
+
+
+def _default(value: Any) -> Any:
+    if isinstance(value, datetime):
+        return value.isoformat()
+    return str(value)
+
+
+def write_archive(archive: Archive) -> bytes:
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as zf:
+        for index, document in enumerate(archive.documents):
+            zf.writestr(f"documents/{index:06d}.json", _dump(document))
+        zf.writestr("observations.json", _dump(archive.observations))
+        for name in TABLE_FILES:
+            zf.writestr(f"{name}.json", _dump(archive.table(name)))
+        zf.writestr("banks.json", _dump(archive.banks))
+        if archive.links is not None:
+            zf.writestr("links.json", _dump(archive.links))
+        if archive.attachments:
+            metadata = [{k: v for k, v in meta.items() if k != "data"} for meta in archive.attachments]
+            for meta in archive.attachments:
+                zf.writestr(meta["path"], meta["data"])
+            zf.writestr("attachments.json", _dump(metadata))
+        zf.writestr("manifest.json", _dump(archive.manifest))
+    return buffer.getvalue()
+
+
+def manifest_for(source_bank_id: str, archive: Archive, *, archive_type: str, scope: dict[str, bool]) -> dict[str, Any]:
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "source_bank_id": source_bank_id,
+        "exported_at": datetime.now(UTC).isoformat().replace("+00:00", "Z"),
+        "document_count": len(archive.documents),
+        "fact_count": sum(len(d.get("facts") or []) for d in archive.documents),
+        "observation_count": len(archive.observations),
+        "mental_model_count": len(archive.table("mental_models")),
+        "knowledge_page_count": 0,
+        "archive_type": archive_type,
+        "directive_count": len(archive.table("directives")),
+        "webhook_count": 0,
+        "includes_history": False,
+        "scope": scope,
+        "attachment_count": len(archive.attachments),
+        "operation_count": 0,
+        "invalidated_memory_count": 0,
+        "bank_rows_json_encoding": "serialized",
+        "producer": "engram",
+    }

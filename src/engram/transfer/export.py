@@ -1,0 +1,201 @@
+"""A bank as a transfer archive: its documents with chunks and facts, observations (with their
+history), and with the bank's config its profile, mental models (with history) and directives."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from datetime import datetime
+from typing import Any
+
+from engram.errors import BankNotFound, InvalidInput
+from engram.store import transfer_reads as reads
+from engram.store.banks import get_bank
+from engram.store.tx import Conn
+from engram.transfer.archive import Archive, manifest_for
+
+Position = dict[uuid.UUID, tuple[str, int]]  # fact id → (document id, index in its document's facts)
+
+
+def _iso(value: datetime | None) -> str | None:
+    return value.isoformat().replace("+00:00", "Z") if value is not None else None
+
+
+def _fact(row: Any, position: dict[uuid.UUID, int], causes: list[uuid.UUID]) -> dict[str, Any]:
+    return {
+        "text": row["text"], "source_id": str(row["id"]), "fact_type": row["fact_type"], "context": row["context"],
+        "event_date": _iso(row["occurred_start"] or row["mentioned_at"] or row["created_at"]),
+        "occurred_start": _iso(row["occurred_start"]), "occurred_end": _iso(row["occurred_end"]),
+        "mentioned_at": _iso(row["mentioned_at"]), "metadata": row["metadata"] or {}, "tags": list(row["tags"]),
+        "observation_scopes": row["observation_scopes"], "chunk_index": row["chunk_index"],
+        "entities": list(row["free_names"]),
+        "causal_relations": [{"relation_type": "caused_by", "target_fact_index": position[c]}
+                             for c in causes if c in position],
+        "created_at": _iso(row["created_at"]), "consolidated_at": _iso(row["consolidated_at"]),
+        "consolidation_failed_at": _iso(row["consolidation_failed_at"]),
+        # Engram's own, ignored by Hindsight:
+        "labels": list(row["label_names"]), "fact_kind": row["fact_kind"], "lead_in": row["lead_in"],
+        "state": row["state"], "invalidation_reason": row["invalidation_reason"],
+        "invalidated_at": _iso(row["invalidated_at"]), "edited_at": _iso(row["edited_at"]),
+        "consolidation_error": row["consolidation_error"],
+    }
+
+
+async def _documents(conn: Conn, bank_id: str, only: list[str] | None) -> tuple[list[dict[str, Any]], Position]:
+    docs = await reads.documents(conn, bank_id, only)
+    wanted = {d["id"] for d in docs}
+    chunks: dict[str, list[dict[str, Any]]] = {}
+    for row in await reads.chunks(conn, bank_id):
+        if row["document_id"] in wanted:
+            chunks.setdefault(row["document_id"], []).append(
+                {"chunk_index": row["chunk_index"], "chunk_text": row["chunk_text"]})
+    by_doc: dict[str, list[Any]] = {}
+    for row in await reads.facts(conn, bank_id):
+        if row["document_id"] in wanted:
+            by_doc.setdefault(row["document_id"], []).append(row)
+    causes: dict[uuid.UUID, list[uuid.UUID]] = {}
+    for link in await reads.links(conn, bank_id):
+        if link["link_type"] == "causal":
+            causes.setdefault(link["from_unit"], []).append(link["to_unit"])
+    positions: Position = {}
+    out = []
+    for doc in docs:
+        rows = by_doc.get(doc["id"], [])
+        local = {row["id"]: i for i, row in enumerate(rows)}
+        positions.update({fid: (doc["id"], i) for fid, i in local.items()})
+        out.append({
+            "id": doc["id"], "original_text": doc["original_text"], "retain_params": doc["retain_params"],
+            "tags": list(doc["tags"]), "created_at": _iso(doc["created_at"]),
+            "chunks": chunks.get(doc["id"], []),
+            "facts": [_fact(row, local, causes.get(row["id"], [])) for row in rows],
+            "metadata": doc["metadata"], "observation_scopes": doc["observation_scopes"],
+            "updated_at": _iso(doc["updated_at"]),
+        })
+    return out, positions
+
+
+async def _links(conn: Conn, bank_id: str, positions: Position) -> list[dict[str, Any]]:
+    def ref(unit: uuid.UUID) -> dict[str, Any]:
+        return {"document_id": positions[unit][0], "fact_index": positions[unit][1]}
+
+    return [
+        {"from": ref(link["from_unit"]), "to": ref(link["to_unit"]), "link_type": link["link_type"],
+         "weight": link["weight"]}
+        for link in await reads.links(conn, bank_id)
+        if link["from_unit"] in positions and link["to_unit"] in positions
+    ]
+
+
+def _sources(ids: list[uuid.UUID], positions: Position) -> list[dict[str, Any]]:
+    return [{"document_id": positions[i][0], "fact_index": positions[i][1]} for i in ids if i in positions]
+
+
+def _evidence(items: list[dict[str, Any]], positions: Position) -> list[dict[str, Any]]:
+    out = []
+    for item in items or []:
+        fact = uuid.UUID(item["fact_id"]) if item.get("fact_id") else None
+        if fact in positions:
+            document_id, index = positions[fact]
+            out.append({"document_id": document_id, "fact_index": index, "quote": item.get("quote")})
+    return out
+
+
+async def _observations(conn: Conn, bank_id: str, positions: Position) -> list[dict[str, Any]]:
+    history: dict[uuid.UUID, list[dict[str, Any]]] = {}
+    for row in await reads.observation_history(conn, bank_id):
+        history.setdefault(row["observation_id"], []).append({
+            "text": row["text"], "sources": _sources(list(row["source_memory_ids"]), positions),
+            "evidence": _evidence(row["evidence"], positions), "reason": row["reason"],
+            "changed_at": _iso(row["changed_at"]),
+        })
+    out = []
+    for row in await reads.observations(conn, bank_id):
+        sources = _sources(list(row["source_memory_ids"]), positions)
+        if len(sources) < len(row["source_memory_ids"]):
+            continue  # as Hindsight: only observations whose every source is in the archive
+        out.append({
+            "source_id": str(row["id"]), "text": row["text"], "created_at": _iso(row["created_at"]),
+            "tags": list(row["tags"]), "event_date": _iso(row["occurred_start"] or row["mentioned_at"]),
+            "occurred_start": _iso(row["occurred_start"]), "occurred_end": _iso(row["occurred_end"]),
+            "mentioned_at": _iso(row["mentioned_at"]), "observation_scopes": row["observation_scopes"],
+            "proof_count": row["proof_count"], "sources": sources,
+            "evidence": _evidence(row["evidence"], positions), "history": history.get(row["id"], []),
+            "updated_at": _iso(row["updated_at"]),
+        })
+    return out
+
+
+def _bank_row(bank: Any) -> dict[str, Any]:
+    config = dict(bank["config"] or {})
+    disposition = {t: config.pop(f"disposition_{t}", 3) for t in ("empathy", "literalism", "skepticism")}
+    return {
+        "bank_id": bank["bank_id"], "name": bank["name"], "disposition": json.dumps(disposition),
+        "created_at": _iso(bank["created_at"]), "updated_at": _iso(bank["updated_at"]),
+        "mission": bank["mission"] or "", "background": bank["background"], "config": json.dumps(config),
+        "engram_config": json.dumps(bank["config"] or {}),  # as set: defaults stay defaults
+    }
+
+
+def _rows(records: list[Any], json_columns: tuple[str, ...] = ()) -> list[dict[str, Any]]:
+    out = []
+    for record in records:
+        row = {k: v for k, v in dict(record).items() if k not in ("embedding", "id_1")}
+        for key, value in row.items():
+            if isinstance(value, datetime):
+                row[key] = value.isoformat()
+            elif isinstance(value, uuid.UUID):
+                row[key] = str(value)
+            elif key in json_columns and value is not None:
+                row[key] = json.dumps(value)
+        out.append(row)
+    return out
+
+
+async def _bank_config_tables(conn: Conn, bank_id: str) -> dict[str, list[dict[str, Any]]]:
+    history = _rows(await reads.mental_model_history(conn, bank_id))
+    for row in history:
+        row["changed_at"] = row.pop("replaced_at")
+        row.pop("id", None)
+    return {
+        "mental_models": _rows(await reads.mental_models(conn, bank_id), ("trigger", "reflect_response")),
+        "mental_model_history": history,
+        "directives": _rows(await reads.directives(conn, bank_id)),
+        "webhooks": [], "knowledge_pages": [],
+    }
+
+
+async def _attachments(conn: Conn, bank_id: str, documents: set[str]) -> list[dict[str, Any]]:
+    out = []
+    for row in await reads.attachments(conn, bank_id):
+        if row["document_id"] in documents:
+            out.append({
+                "id": str(row["id"]), "document_id": row["document_id"], "chunk_index": row["chunk_index"],
+                "block_index": row["block_index"], "text_offset": row["text_offset"], "kind": row["kind"],
+                "role": row["role"],
+                "media_type": row["media_type"], "filename": row["filename"], "byte_size": row["byte_size"],
+                "sha256": row["sha256"], "created_at": _iso(row["created_at"]),
+                "path": f"attachments/{row['id']}", "data": bytes(row["data"]),
+            })
+    return out
+
+
+async def export_bank(
+    conn: Conn, bank_id: str, *, include_data: bool = True, include_bank_config: bool = True,
+    document_ids: list[str] | None = None, include_observations: bool = True, archive_type: str = "bank",
+) -> Archive:
+    bank = await get_bank(conn, bank_id)
+    if bank is None:
+        raise BankNotFound(bank_id)
+    if document_ids is not None and include_observations and archive_type == "documents":
+        raise InvalidInput("include_observations", "observations can only be exported with the whole bank")
+    archive = Archive(manifest={}, banks=[_bank_row(bank)] if include_bank_config else [])
+    if include_data:
+        archive.documents, positions = await _documents(conn, bank_id, document_ids)
+        if include_observations:
+            archive.observations = await _observations(conn, bank_id, positions)
+        archive.attachments = await _attachments(conn, bank_id, {d["id"] for d in archive.documents})
+        archive.links = await _links(conn, bank_id, positions)
+    archive.tables = await _bank_config_tables(conn, bank_id) if include_bank_config else {}
+    scope = {"data": include_data, "bank_config": include_bank_config, "history": False}
+    archive.manifest = manifest_for(bank_id, archive, archive_type=archive_type, scope=scope)
+    return archive
