@@ -69,6 +69,7 @@ def follow(args: argparse.Namespace, url: str, bank: str, operation_id: str, lab
         if status["status"] in ("completed", "failed", "cancelled"):
             if reporter is not None:
                 reporter.close()
+            print(f"{label}: {status['status']}", file=sys.stderr, flush=True)
             return status
         time.sleep(POLL_SECONDS)
 
