@@ -23,6 +23,9 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	# --no-compile: Python writes bytecode for the modules it imports, not for all of every dependency (55 MB).
 	$(BIN)/python -m pip install --quiet --no-compile -e .
+	# The venv's own setuptools (8 MB, with pkg_resources) serves nothing at run time: pip builds the
+	# editable install in an isolated environment of its own. (Python 3.12+ venvs come without it.)
+	$(BIN)/python -m pip uninstall --quiet --yes setuptools 2>/dev/null || true
 	touch $(STAMP)
 
 install-test: $(TEST_STAMP)

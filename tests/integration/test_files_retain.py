@@ -1,7 +1,7 @@
-"""POST …/files/retain through the real server: a PDF and a DOCX made here (reportlab, python-docx)
-and text formats become documents whose facts come from their text, each file one operation; the
-original is kept byte for byte; an unreadable file fails its operation with the reason; an unknown
-type and a bad request are refused at once, naming the file or field."""
+"""POST …/files/retain through the real server: a PDF, a DOCX and a PPTX made here (reportlab,
+python-docx, python-pptx) and text formats become documents whose facts come from their text, each
+file one operation; the original is kept byte for byte; an unreadable file fails its operation with
+the reason; an unknown type and a bad request are refused at once, naming the file or field."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ import httpx
 from tests.support.waiting import finish_operation
 
 DOCX_MEDIA = "application/vnd.openxmlformats-officedocument.wordprocessingml.document"
+PPTX_MEDIA = "application/vnd.openxmlformats-officedocument.presentationml.presentation"
 
 
 def make_pdf() -> bytes:
@@ -40,6 +41,35 @@ def make_docx() -> bytes:
         table.cell(r, c).text = text
     buffer = io.BytesIO()
     document.save(buffer)
+    return buffer.getvalue()
+
+
+def make_pptx() -> bytes:
+    """Three slides: a title slide, bullets two levels deep with speaker notes, and a table placed
+    above a text box (the table is added last, so reading order must come from the positions)."""
+    from pptx import Presentation
+    from pptx.util import Inches
+
+    deck = Presentation()
+    first = deck.slides.add_slide(deck.slide_layouts[0])
+    first.shapes.title.text = "Relocation plan"
+    first.placeholders[1].text = "Prepared by Lena Fischer"
+    second = deck.slides.add_slide(deck.slide_layouts[1])
+    second.shapes.title.text = "Goals"
+    body = second.placeholders[1].text_frame
+    body.text = "Move the archive to Porto"
+    detail = body.add_paragraph()
+    detail.text, detail.level = "Before the lease ends in March", 1
+    second.notes_slide.notes_text_frame.text = "Ask Bruno about the movers."
+    third = deck.slides.add_slide(deck.slide_layouts[5])
+    third.shapes.title.text = "Boxes per room"
+    third.shapes.add_textbox(Inches(1), Inches(5), Inches(4), Inches(1)).text_frame.text = "Counted on Friday."
+    table = third.shapes.add_table(3, 2, Inches(1), Inches(2), Inches(4), Inches(1.5)).table
+    for (r, c), text in {(0, 0): "Room", (0, 1): "Boxes", (1, 0): "Library", (1, 1): "40",
+                         (2, 0): "Office", (2, 1): "12"}.items():
+        table.cell(r, c).text = text
+    buffer = io.BytesIO()
+    deck.save(buffer)
     return buffer.getvalue()
 
 
@@ -73,20 +103,40 @@ def test_pdf_docx_and_text_files_become_documents(http: httpx.Client, bank_id: s
     assert any("Nadia Petrova" in f["text"] for f in facts) and all(f["context"] == "facilities" for f in facts)
 
     onboarding = http.get(f"/v1/default/banks/{bank_id}/documents/onboarding").json()["original_text"]
-    assert onboarding.startswith("# Onboarding") and "| Airflow | Omar |" in onboarding, "headings and tables kept"
+    assert onboarding.startswith("# Onboarding"), "headings kept"
+    assert "| Tool | Owner |\n| --- | --- |\n| Airflow | Omar |" in onboarding, "a table, its first row the header"
     assert "| Monday | 9:00 |" in http.get(f"/v1/default/banks/{bank_id}/documents/hours").json()["original_text"]
     recalled = http.post(f"/v1/default/banks/{bank_id}/memories/recall", json={"query": "Who serviced the boiler?"})
     assert "Nadia" in recalled.json()["results"][0]["text"]
 
 
+def test_pptx_slides_become_one_markdown_document_in_order(http: httpx.Client, bank_id: str) -> None:
+    meta = {"files_metadata": [{"document_id": "plan"}]}
+    answer = upload(http, bank_id, [("plan.pptx", make_pptx(), PPTX_MEDIA)], meta)
+    assert answer.status_code == 200, answer.text
+    (operation_id,) = answer.json()["operation_ids"]
+    assert finish_operation(http, bank_id, operation_id)["status"] == "completed"
+    text = http.get(f"/v1/default/banks/{bank_id}/documents/plan").json()["original_text"]
+    assert text.startswith("# Relocation plan\n\nPrepared by Lena Fischer"), text
+    goals = "# Goals\n\n- Move the archive to Porto\n  - Before the lease ends in March\n\n### Notes\n\nAsk Bruno"
+    assert goals in text, "slide titles are headings, bullets keep their level, the notes follow"
+    table = "| Room | Boxes |\n| --- | --- |\n| Library | 40 |\n| Office | 12 |"
+    assert f"# Boxes per room\n\n{table}\n\nCounted on Friday." in text, "the table, above the text box"
+    assert text.index("# Relocation plan") < text.index("# Goals") < text.index("# Boxes per room")
+    facts = http.get(f"/v1/default/banks/{bank_id}/memories/list", params={"document_id": "plan"}).json()["items"]
+    assert any("Porto" in f["text"] for f in facts), facts
+
+
 def test_unreadable_file_fails_its_operation_with_the_reason(http: httpx.Client, bank_id: str) -> None:
     answer = upload(http, bank_id, [("broken.pdf", b"%PDF-1.4 this is not really a pdf", "application/pdf"),
-                                    ("fine.txt", b"The parking lot closes at 22:00.", "text/plain")])
+                                    ("fine.txt", b"The parking lot closes at 22:00.", "text/plain"),
+                                    ("broken.pptx", b"PK\x03\x04 not a zip", PPTX_MEDIA)])
     assert answer.status_code == 200, answer.text
-    broken, fine = (finish_operation(http, bank_id, op) for op in answer.json()["operation_ids"])
+    broken, fine, slides = (finish_operation(http, bank_id, op) for op in answer.json()["operation_ids"])
     assert broken["status"] == "failed" and "broken.pdf" in broken["error_message"]
     assert "PDF" in broken["error_message"]
     assert fine["status"] == "completed", "one bad file does not stop the others"
+    assert slides["status"] == "failed" and "PPTX" in slides["error_message"], slides
 
 
 def test_unknown_types_and_bad_requests_are_refused(http: httpx.Client, bank_id: str) -> None:

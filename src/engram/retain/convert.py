@@ -9,7 +9,7 @@ from __future__ import annotations
 import csv
 import io
 import json
-import threading
+import re
 from pathlib import PurePosixPath
 from typing import Any
 
@@ -52,7 +52,7 @@ def _decode(data: bytes) -> str:
         return str(best)
 
 
-def _table(rows: list[list[Any]]) -> str:
+def markdown_table(rows: list[list[Any]]) -> str:
     rows = [[("" if cell is None else str(cell)).replace("|", "\\|").replace("\n", " ") for cell in row]
             for row in rows if any(cell not in (None, "") for cell in row)]
     if not rows:
@@ -86,28 +86,60 @@ def _xlsx(data: bytes) -> str:
         raise ConversionFailed(f"not a readable XLSX workbook ({type(exc).__name__}: {exc})") from None
     parts = []
     for sheet in book.worksheets:
-        table = _table([list(row) for row in sheet.iter_rows(values_only=True)])
+        table = markdown_table([list(row) for row in sheet.iter_rows(values_only=True)])
         if table:
             parts.append(f"## {sheet.title}\n\n{table}")
     return "\n\n".join(parts)
 
 
-_markitdown: Any = None
-_markitdown_lock = threading.Lock()
+def _html_to_markdown(html: str | bytes) -> str:
+    from bs4 import BeautifulSoup
+    from markdownify import MarkdownConverter
+
+    class Converter(MarkdownConverter):
+        def convert_img(self, el: Any, text: str, parent_tags: set[str]) -> str:
+            """An inline image (data: URI) keeps only its alt text: its bytes are no memory."""
+            src = el.attrs.get("src") or ""
+            if src and not src.startswith("data:"):
+                return super().convert_img(el, text, parent_tags)
+            alt = (el.attrs.get("alt") or "").strip()
+            return f"![{alt}]()" if alt else ""
+
+        def convert_a(self, el: Any, text: str, parent_tags: set[str]) -> str:
+            if (el.get("href") or "").strip().lower().startswith("javascript:"):
+                return text
+            return super().convert_a(el, text, parent_tags)
+
+    soup = BeautifulSoup(html, "html.parser")
+    for el in soup(["script", "style", "noscript", "template"]):
+        el.decompose()
+    converter = Converter(heading_style="atx", bullets="-", table_infer_header=True,
+                          escape_asterisks=False, escape_underscores=False)
+    text = converter.convert_soup(soup.body or soup)
+    return re.sub(r"\n{3,}", "\n\n", text)
 
 
-def _with_markitdown(data: bytes, extension: str) -> str:
-    global _markitdown
-    from markitdown import MarkItDown, StreamInfo
+def _docx(data: bytes) -> str:
+    import mammoth
+    from mammoth.images import img_element
 
-    with _markitdown_lock:  # built once: it loads its file-type model
-        if _markitdown is None:
-            _markitdown = MarkItDown(enable_plugins=False)
+    try:  # images become their alt text, not data: URIs
+        result = mammoth.convert_to_html(io.BytesIO(data), convert_image=img_element(lambda image: {"src": ""}))
+    except Exception as exc:  # mammoth raises zip, XML and key errors for a damaged file
+        raise ConversionFailed(f"not a readable DOCX document ({type(exc).__name__}: {exc})") from None
+    return _html_to_markdown(result.value)
+
+
+def _pptx(data: bytes) -> str:
+    from xml.etree.ElementTree import ParseError
+    from zipfile import BadZipFile
+
+    from engram.retain.convert_pptx import pptx_to_markdown
+
     try:
-        return _markitdown.convert_stream(io.BytesIO(data), stream_info=StreamInfo(extension=extension)).markdown
-    except Exception as exc:  # markitdown wraps its converters' errors in several classes
-        reason = f"could not convert the {extension[1:].upper()} file ({type(exc).__name__}: {exc})"
-        raise ConversionFailed(reason) from None
+        return pptx_to_markdown(data)
+    except (BadZipFile, ParseError, KeyError, ValueError) as exc:
+        raise ConversionFailed(f"not a readable PPTX presentation ({type(exc).__name__}: {exc})") from None
 
 
 def _csv(data: bytes) -> str:
@@ -116,7 +148,7 @@ def _csv(data: bytes) -> str:
         dialect = csv.Sniffer().sniff(text[:4096], delimiters=",;\t|")
     except csv.Error:
         dialect = csv.excel
-    return _table(list(csv.reader(io.StringIO(text), dialect)))
+    return markdown_table(list(csv.reader(io.StringIO(text), dialect)))
 
 
 def _json(data: bytes) -> str:
@@ -133,8 +165,12 @@ def to_markdown(fmt: str, data: bytes) -> str:
         text = _pdf(data)
     elif fmt == "xlsx":
         text = _xlsx(data)
-    elif fmt in ("docx", "pptx", "html"):
-        text = _with_markitdown(data, "." + fmt)
+    elif fmt == "docx":
+        text = _docx(data)
+    elif fmt == "pptx":
+        text = _pptx(data)
+    elif fmt == "html":
+        text = _html_to_markdown(data)
     elif fmt == "csv":
         text = _csv(data)
     elif fmt == "json":
