@@ -45,9 +45,11 @@ def make_docx() -> bytes:
 
 
 def make_pptx() -> bytes:
-    """Three slides: a title slide, bullets two levels deep with speaker notes, and a table placed
-    above a text box (the table is added last, so reading order must come from the positions)."""
+    """Four slides: a title slide, bullets two levels deep with speaker notes, a table placed above a
+    text box (the table is added last, so reading order must come from the positions), and a chart."""
     from pptx import Presentation
+    from pptx.chart.data import CategoryChartData
+    from pptx.enum.chart import XL_CHART_TYPE
     from pptx.util import Inches
 
     deck = Presentation()
@@ -68,6 +70,15 @@ def make_pptx() -> bytes:
     for (r, c), text in {(0, 0): "Room", (0, 1): "Boxes", (1, 0): "Library", (1, 1): "40",
                          (2, 0): "Office", (2, 1): "12"}.items():
         table.cell(r, c).text = text
+    fourth = deck.slides.add_slide(deck.slide_layouts[5])
+    fourth.shapes.title.text = "Costs"
+    data = CategoryChartData()
+    data.categories = ["Truck", "Storage"]
+    data.add_series("EUR", (1800, 350))
+    frame = fourth.shapes.add_chart(XL_CHART_TYPE.COLUMN_CLUSTERED, Inches(1), Inches(2), Inches(6), Inches(4), data)
+    chart = frame.chart
+    chart.has_title = True
+    chart.chart_title.text_frame.text = "Moving costs"
     buffer = io.BytesIO()
     deck.save(buffer)
     return buffer.getvalue()
@@ -110,21 +121,37 @@ def test_pdf_docx_and_text_files_become_documents(http: httpx.Client, bank_id: s
     assert "Nadia" in recalled.json()["results"][0]["text"]
 
 
-def test_pptx_slides_become_one_markdown_document_in_order(http: httpx.Client, bank_id: str) -> None:
-    meta = {"files_metadata": [{"document_id": "plan"}]}
-    answer = upload(http, bank_id, [("plan.pptx", make_pptx(), PPTX_MEDIA)], meta)
+HTML_PAGE = b"""<html><head><title>Team</title><style>p { color: red }</style></head>
+<body><script>track('visit')</script><h1>Team page</h1><p>Ravi <b>leads</b> the data_platform project.</p>
+<ul><li>Standup at 9:30</li><li>Retro on Fridays</li></ul>
+<table><tr><th>Room</th><th>Floor</th></tr><tr><td>Kepler</td><td>3</td></tr></table>
+<img src="data:image/png;base64,iVBORw0KGgo=" alt="team photo"></body></html>"""
+
+
+def test_pptx_and_html_become_markdown(http: httpx.Client, bank_id: str) -> None:
+    meta = {"files_metadata": [{"document_id": "plan"}, {"document_id": "team"}]}
+    answer = upload(http, bank_id, [("plan.pptx", make_pptx(), PPTX_MEDIA), ("team.html", HTML_PAGE, "text/html")],
+                    meta)
     assert answer.status_code == 200, answer.text
-    (operation_id,) = answer.json()["operation_ids"]
-    assert finish_operation(http, bank_id, operation_id)["status"] == "completed"
+    results = [finish_operation(http, bank_id, op) for op in answer.json()["operation_ids"]]
+    assert [r["status"] for r in results] == ["completed"] * 2, results
     text = http.get(f"/v1/default/banks/{bank_id}/documents/plan").json()["original_text"]
     assert text.startswith("# Relocation plan\n\nPrepared by Lena Fischer"), text
     goals = "# Goals\n\n- Move the archive to Porto\n  - Before the lease ends in March\n\n### Notes\n\nAsk Bruno"
     assert goals in text, "slide titles are headings, bullets keep their level, the notes follow"
     table = "| Room | Boxes |\n| --- | --- |\n| Library | 40 |\n| Office | 12 |"
     assert f"# Boxes per room\n\n{table}\n\nCounted on Friday." in text, "the table, above the text box"
+    chart = "| Category | EUR |\n| --- | --- |\n| Truck | 1800 |\n| Storage | 350 |"
+    assert text.endswith(f"# Costs\n\n### Chart: Moving costs\n\n{chart}"), "a chart as its cached data"
     assert text.index("# Relocation plan") < text.index("# Goals") < text.index("# Boxes per room")
     facts = http.get(f"/v1/default/banks/{bank_id}/memories/list", params={"document_id": "plan"}).json()["items"]
     assert any("Porto" in f["text"] for f in facts), facts
+
+    page = http.get(f"/v1/default/banks/{bank_id}/documents/team").json()["original_text"]
+    assert page.startswith("# Team page\n\nRavi **leads** the data_platform project."), page
+    assert "- Standup at 9:30\n- Retro on Fridays" in page and "| Room | Floor |\n| --- | --- |\n| Kepler | 3 |" in page
+    assert "track(" not in page and "color" not in page and "base64" not in page, "no script, style or image bytes"
+    assert page.endswith("![team photo]()"), "an inline image keeps its alt text"
 
 
 def test_unreadable_file_fails_its_operation_with_the_reason(http: httpx.Client, bank_id: str) -> None:

@@ -110,9 +110,7 @@ def _html_to_markdown(html: str | bytes) -> str:
                 return text
             return super().convert_a(el, text, parent_tags)
 
-    soup = BeautifulSoup(html, "html.parser")
-    for el in soup(["script", "style", "noscript", "template"]):
-        el.decompose()
+    soup = BeautifulSoup(html, "html.parser")  # markdownify drops <script> and <style> itself
     converter = Converter(heading_style="atx", bullets="-", table_infer_header=True,
                           escape_asterisks=False, escape_underscores=False)
     text = converter.convert_soup(soup.body or soup)
