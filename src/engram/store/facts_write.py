@@ -32,6 +32,8 @@ class UnitRow:
     observation_scopes: Any
     token_count: int | None = None
     lead_in: str | None = None
+    # `embedding` as pgvector text, when the caller made it off the event loop (see vector_literal).
+    embedding_literal: str | None = None
 
 
 async def lock_document(conn: asyncpg.Connection, bank_id: str, document_id: str) -> None:
@@ -169,7 +171,7 @@ async def insert_units(conn: asyncpg.Connection, bank_id: str, units: list[UnitR
         [u.context for u in units],
         [u.fact_type for u in units],
         [u.fact_kind for u in units],
-        [_vector_text(u.embedding) for u in units],
+        [u.embedding_literal or vector_literal(u.embedding) for u in units],
         [u.occurred_start for u in units],
         [u.occurred_end for u in units],
         [u.mentioned_at for u in units],
@@ -185,7 +187,7 @@ async def insert_units(conn: asyncpg.Connection, bank_id: str, units: list[UnitR
 async def insert_sentence_vectors(
     conn: asyncpg.Connection, bank_id: str, vectors: list[tuple[uuid.UUID, Any]]
 ) -> None:
-    """The sentence vectors of facts that have several sentences, as (unit id, vector)."""
+    """The sentence vectors of facts that have several sentences, as (unit id, vector or its literal)."""
     if not vectors:
         return
     await conn.execute(
@@ -196,12 +198,21 @@ async def insert_sentence_vectors(
         """,
         bank_id,
         [unit_id for unit_id, _ in vectors],
-        [_vector_text(vector) for _, vector in vectors],
+        [vector_literal(vector) for _, vector in vectors],
     )
 
 
-def _vector_text(vector: Any) -> str:
-    return "[" + ",".join(f"{float(x):.6g}" for x in vector) + "]"
+_SIX_DIGITS = "{:.6g}".format
+
+
+def vector_literal(vector: Any) -> str:
+    """pgvector's text form, six significant digits a component. ~0.1-1 ms a vector of pure Python
+    (100 of them blocked the event loop for 10-100 ms a bulk retain), so retain makes them in its
+    embedding thread; a str is passed through."""
+    if isinstance(vector, str):
+        return vector
+    values = vector.tolist() if hasattr(vector, "tolist") else [float(x) for x in vector]
+    return "[" + ",".join(map(_SIX_DIGITS, values)) + "]"
 
 
 async def insert_causal_links(
