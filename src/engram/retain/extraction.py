@@ -148,7 +148,7 @@ async def extract_with_llm(
     custom_instructions: str | None = None,
     label_groups: list[LabelGroup] | None = None,
 ) -> tuple[list[ExtractedFact], TokenUsage]:
-    from engram.llm.structured import generate_structured
+    from engram.llm.structured import generate_structured, schema_of
 
     messages = build_messages(
         chunk, said_at=said_at, context=context, mission=mission, custom_instructions=custom_instructions,
@@ -157,6 +157,6 @@ async def extract_with_llm(
     groups = label_groups or []
     output, usage = await generate_structured(
         provider, messages, output_model(groups, strict=False), temperature=0.1,
-        json_schema=output_model(groups, strict=True).model_json_schema(),
+        json_schema=schema_of(output_model(groups, strict=True)),
     )
     return to_extracted(output.facts, label_groups), usage
