@@ -41,9 +41,9 @@ def default_threads() -> int:
 
 def session_options(threads: int | None = None) -> Any:
     """onnxruntime's options for a server sharing its cores: by default its pool threads spin for a
-    while after every run waiting for the next one, which on a busy 2-core machine doubles the CPU
-    time of a query embedding (33 ms instead of 17 ms measured) and steals it from PostgreSQL and the
-    event loop. The threads sleep instead; a one-sentence query pays nothing for it."""
+    while after every run waiting for the next one, so a query embedding between a recall's database
+    round trips cost 31-35 ms of CPU on a busy 2-core machine instead of 5.6-5.9 ms, taken from
+    PostgreSQL and the event loop. The threads sleep instead; a one-sentence query pays nothing for it."""
     import onnxruntime as ort
 
     options = ort.SessionOptions()
