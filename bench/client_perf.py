@@ -113,7 +113,8 @@ def recall_phase(client: Any, meter: CpuMeter, bank: str, texts: list[str], labe
     spy = None
     if py_spy:
         spy = subprocess.Popen([str(Path(sys.executable).parent / "py-spy"), "record", "--pid", str(server.pid),
-                                "--output", py_spy, "--rate", "250", "--nonblocking"],
+                                "--output", py_spy, "--rate", "250", "--nonblocking",
+                                "--format", "flamegraph" if py_spy.endswith(".svg") else "raw"],
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         time.sleep(1.0)
     with meter.phase():
@@ -215,7 +216,10 @@ def run(args: argparse.Namespace, server: Server, pgdata: Path) -> None:
         if n == 0:
             embedder_rate(texts[:2000])
         qs = queries[n * args.queries : (n + 1) * args.queries]
-        spy = f"{args.py_spy.removesuffix('.svg')}-{size}.svg" if args.py_spy else None
+        spy = None
+        if args.py_spy:
+            stem, dot, ext = args.py_spy.rpartition(".")
+            spy = f"{stem}-{size}.{ext}" if dot else f"{args.py_spy}-{size}"
         recall_phase(client, meter, bank, qs, f"{count(client, bank):,}", spy, server)
     print(f"  RSS of the server at {count(client, bank):,} memories: {rss_mb(server.pid):.0f} MB", flush=True)
     extra = facts(args.seed, args.sizes[0], 99)
@@ -232,7 +236,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--runs", type=int, help="sync retain samples (default 30, quick 5)")
     parser.add_argument("--batch", type=int, default=100)
     parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--py-spy", help="write py-spy flame graphs of the server's recalls (PATH-<size>.svg)")
+    parser.add_argument("--py-spy", help="profile the server's recalls with py-spy into PATH-<size>.EXT "
+                        "(a flame graph for .svg, collapsed stacks otherwise)")
     args = parser.parse_args(argv)
     args.sizes = [int(s) for s in (args.sizes or ("300" if args.quick else "1000,5000")).split(",")]
     args.queries = args.queries or (20 if args.quick else 100)

@@ -9,7 +9,7 @@ from pydantic import BaseModel
 
 from engram.errors import LLMError
 from engram.llm import LLMProvider, TokenUsage, from_settings, generate_structured
-from engram.llm.structured import InvalidOutput, extract_json
+from engram.llm.structured import InvalidOutput, extract_json, schema_of
 from tests.support.scripted_llm import Reply, ScriptedLLM
 
 
@@ -140,3 +140,10 @@ def test_extract_json_finds_the_object(text):
 def test_extract_json_without_json_says_so():
     with pytest.raises(InvalidOutput, match="not valid JSON"):
         extract_json("no braces at all")
+
+
+def test_the_schema_is_made_once_and_handed_out_as_a_copy() -> None:
+    first = schema_of(Answer)
+    assert first == Answer.model_json_schema()
+    first["properties"]["answer"]["type"] = "string"  # a caller editing what it was given
+    assert schema_of(Answer) == Answer.model_json_schema()

@@ -6,8 +6,10 @@ JSON in prose), so the answer is always validated and a bad one is sent back wit
 
 from __future__ import annotations
 
+import copy
 import json
 import re
+from functools import lru_cache
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
@@ -20,6 +22,18 @@ Output = TypeVar("Output", bound=BaseModel)
 
 _THINKING = re.compile(r"<think>.*?</think>", re.DOTALL | re.IGNORECASE)
 _FENCE = re.compile(r"```(?:json)?\s*(.*?)```", re.DOTALL | re.IGNORECASE)
+
+
+@lru_cache(maxsize=64)
+def _cached_schema(model: type[BaseModel]) -> dict[str, Any]:
+    return model.model_json_schema()
+
+
+def schema_of(model: type[BaseModel]) -> dict[str, Any]:
+    """`model.model_json_schema()`, made once per model class: pydantic builds it afresh every time,
+    1-13 ms of the event loop for the extraction schema, on every extraction call. A copy, so no
+    caller can change the cached one."""
+    return copy.deepcopy(_cached_schema(model))
 
 
 class InvalidOutput(ValueError):
@@ -44,7 +58,7 @@ async def generate_structured(
     than what is accepted (enums the caller filters itself). Provider failures (network, HTTP)
     propagate at once: the provider already retried.
     """
-    schema = json_schema or output_model.model_json_schema()
+    schema = json_schema or schema_of(output_model)
     name = schema_name or output_model.__name__
     conversation = list(messages)
     usage = TokenUsage()

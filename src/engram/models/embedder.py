@@ -36,22 +36,26 @@ def load_tokenizer() -> Any:
     return Tokenizer.from_str(tokenizer_json())
 
 
-def default_threads() -> int:
-    """The CPUs this process may use, at most MAX_THREADS."""
+def usable_cpus() -> int:
+    """The CPUs this process may use."""
     import os
 
     try:
-        usable = len(os.sched_getaffinity(0))
+        return max(1, len(os.sched_getaffinity(0)))
     except AttributeError:  # not on Linux
-        usable = os.cpu_count() or 1
-    return max(1, min(MAX_THREADS, usable))
+        return max(1, os.cpu_count() or 1)
+
+
+def default_threads() -> int:
+    """The CPUs this process may use, at most MAX_THREADS."""
+    return min(MAX_THREADS, usable_cpus())
 
 
 def session_options(threads: int | None = None) -> Any:
     """onnxruntime's options for a server sharing its cores: by default its pool threads spin for a
-    while after every run waiting for the next one, which on a busy 2-core machine doubles the CPU
-    time of a query embedding (33 ms instead of 17 ms measured) and steals it from PostgreSQL and the
-    event loop. The threads sleep instead; a one-sentence query pays nothing for it."""
+    while after every run waiting for the next one, so a query embedding between a recall's database
+    round trips cost 31-35 ms of CPU on a busy 2-core machine instead of 5.6-5.9 ms, taken from
+    PostgreSQL and the event loop. The threads sleep instead; a one-sentence query pays nothing for it."""
     import onnxruntime as ort
 
     options = ort.SessionOptions()

@@ -141,15 +141,35 @@ async def graph(conn: asyncpg.Connection, scope: UnitFilter, seeds: Ranked, limi
     rows = await conn.fetch(
         f"""
         WITH seeds AS (SELECT * FROM unnest({seed_ids}::uuid[], {seed_scores}::real[]) AS s(id, sim)),
-        via_entities AS (
-            SELECT ue2.unit_id AS id, s.id AS seed, max(s.sim) AS sim,
-                   sum(least(1.0, 2.0 / sqrt(greatest(e.mention_count, 1)))) AS shared
+        seed_entities AS MATERIALIZED (
+            SELECT s.id AS seed, s.sim, ue1.entity_id,
+                   least(1.0, 2.0 / sqrt(greatest(e.mention_count, 1))) AS w
             FROM seeds s
             JOIN unit_entities ue1 ON ue1.unit_id = s.id
             JOIN entities e ON e.id = ue1.entity_id
-            JOIN unit_entities ue2 ON ue2.entity_id = ue1.entity_id
+        ),
+        -- A seed's lightest entities (hubs named in many facts) that even all together cannot lift a
+        -- fact to the activation floor are not walked: a fact they alone reach scores below it and is
+        -- dropped anyway, and one also reached through a walked entity gets its full sum below. A hub
+        -- in thousands of facts made this arm enumerate 100,000 rows for nothing.
+        walked AS (
+            SELECT seed, entity_id FROM (
+                SELECT seed, sim, entity_id,
+                       sum(w) OVER (PARTITION BY seed ORDER BY w, entity_id ROWS UNBOUNDED PRECEDING) AS lighter
+                FROM seed_entities) r
+            WHERE sim * tanh(0.5 * lighter) >= {params.add(GRAPH_MIN_ACTIVATION - 1e-6)}
+        ),
+        reached AS (
+            SELECT DISTINCT ue2.unit_id AS id, w.seed
+            FROM walked w JOIN unit_entities ue2 ON ue2.entity_id = w.entity_id
             WHERE ue2.unit_id <> ALL({seed_ids}::uuid[])
-            GROUP BY ue2.unit_id, s.id
+        ),
+        via_entities AS (
+            SELECT r.id, r.seed, max(se.sim) AS sim, sum(se.w) AS shared
+            FROM reached r
+            JOIN unit_entities ue ON ue.unit_id = r.id
+            JOIN seed_entities se ON se.seed = r.seed AND se.entity_id = ue.entity_id
+            GROUP BY r.id, r.seed
         ),
         via_links AS (  -- one index lookup per seed and direction (OFFSET 0 keeps them lookups: as a join
             SELECT l.to_unit AS id, s.sim * l.weight AS score  -- the planner scanned every link of a bank)

@@ -4,6 +4,7 @@ One call per chunk, temperature 0.1."""
 from __future__ import annotations
 
 from datetime import datetime
+from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, Field, create_model
@@ -98,8 +99,20 @@ def _fact_model(free_form: bool, strict: bool) -> type[BaseModel]:
 def output_model(groups: list[LabelGroup], *, strict: bool = True, free_form: bool = True) -> type[BaseModel]:
     """The schema the LLM must answer with: with label groups, each fact carries a typed `labels`
     (required when a group is, so a strict provider must fill it)."""
-    if not groups and free_form and not strict:
+    if not groups:
+        return _output_model_without_labels(strict, free_form)
+    return _build_output_model(groups, strict, free_form)
+
+
+@lru_cache(maxsize=4)
+def _output_model_without_labels(strict: bool, free_form: bool) -> type[BaseModel]:
+    """One class per variant, so the JSON schema cached per class (`schema_of`) is built once."""
+    if free_form and not strict:
         return ExtractionOutput
+    return _build_output_model([], strict, free_form)
+
+
+def _build_output_model(groups: list[LabelGroup], strict: bool, free_form: bool) -> type[BaseModel]:
     fact = _fact_model(free_form, strict)
     if groups:
         labels = build_labels_model(groups, strict=strict)
@@ -216,7 +229,7 @@ async def extract_with_llm(
 ) -> tuple[list[ExtractedFact], TokenUsage]:
     """free_form False (`entities_allow_free_form: false`): neither the prompt nor the schema asks for
     free-form entities."""
-    from engram.llm.structured import generate_structured
+    from engram.llm.structured import generate_structured, schema_of
     from engram.retain.vision import with_images
 
     messages = build_messages(
@@ -227,6 +240,6 @@ async def extract_with_llm(
     groups = label_groups or []
     output, usage = await generate_structured(
         provider, messages, output_model(groups, strict=False, free_form=free_form), temperature=0.1,
-        json_schema=output_model(groups, strict=True, free_form=free_form).model_json_schema(),
+        json_schema=schema_of(output_model(groups, strict=True, free_form=free_form)),
     )
     return to_extracted(output.facts, label_groups), usage

@@ -7,6 +7,7 @@ import asyncio
 import hashlib
 import logging
 import uuid
+import weakref
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -202,13 +203,31 @@ def _embed_sync(pending: list[_PendingUnit]) -> None:
     token_counts = count_tokens_batch([p.row.text for p in pending])
     for p, vector, tokens in zip(pending, vectors[: len(texts)], token_counts, strict=True):
         p.row.embedding = vector
+        p.row.embedding_literal = fw.vector_literal(vector)
         p.row.token_count = tokens
     for p, vector in zip(owners, vectors[len(texts):], strict=True):
-        p.sentence_vectors.append(vector)
+        p.sentence_vectors.append(fw.vector_literal(vector))
+
+
+_embed_slots: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Semaphore] = weakref.WeakKeyDictionary()
+
+
+def _slots() -> asyncio.Semaphore:
+    """How many retains embed at once (per event loop): as many as the cores keep busy, each run of the
+    model using the embedder's threads. More would only share the cores slower. Recall's query
+    embeddings do not wait here, so a bulk import does not queue them."""
+    loop = asyncio.get_running_loop()
+    slots = _embed_slots.get(loop)
+    if slots is None:
+        from engram.models.embedder import default_threads, usable_cpus
+
+        slots = _embed_slots[loop] = asyncio.Semaphore(max(1, usable_cpus() // default_threads()))
+    return slots
 
 
 async def _embed(pending: list[_PendingUnit]) -> None:
-    await asyncio.to_thread(_embed_sync, pending)
+    async with _slots():
+        await asyncio.to_thread(_embed_sync, pending)
 
 
 def _label_offline(groups: list[LabelGroup], pending: list[_PendingUnit]) -> None:

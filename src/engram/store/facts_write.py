@@ -35,6 +35,8 @@ class UnitRow:
     observation_scopes: Any
     token_count: int | None = None
     lead_in: str | None = None
+    # `embedding` as pgvector text, when the caller made it off the event loop (see vector_literal).
+    embedding_literal: str | None = None
 
 
 async def lock_document(conn: asyncpg.Connection, bank_id: str, document_id: str) -> None:
@@ -156,7 +158,8 @@ async def insert_units(conn: asyncpg.Connection, bank_id: str, units: list[UnitR
                                   observation_scopes, token_count, lead_in)
         SELECT u.id, $1, u.document_id, u.chunk_id, u.text, u.context, u.fact_type, u.fact_kind,
                u.embedding::vector, u.occurred_start, u.occurred_end, u.mentioned_at,
-               ARRAY(SELECT jsonb_array_elements_text(u.tags::jsonb)), u.metadata::jsonb, nullif(u.scopes, 'null')::jsonb,
+               ARRAY(SELECT jsonb_array_elements_text(u.tags::jsonb)), u.metadata::jsonb,
+               nullif(u.scopes, 'null')::jsonb,
                u.token_count, u.lead_in
         FROM unnest($2::uuid[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[],
                     $9::text[], $10::timestamptz[], $11::timestamptz[], $12::timestamptz[], $13::text[],
@@ -172,7 +175,7 @@ async def insert_units(conn: asyncpg.Connection, bank_id: str, units: list[UnitR
         [None if u.context is None else storable_text(u.context) for u in units],
         [u.fact_type for u in units],
         [u.fact_kind for u in units],
-        [_vector_text(u.embedding) for u in units],
+        [u.embedding_literal or vector_literal(u.embedding) for u in units],
         # One microsecond inside the calendar: its exact ends would be stored as ±infinity.
         [storable_instant(u.occurred_start) for u in units],
         [storable_instant(u.occurred_end) for u in units],
@@ -189,7 +192,7 @@ async def insert_units(conn: asyncpg.Connection, bank_id: str, units: list[UnitR
 async def insert_sentence_vectors(
     conn: asyncpg.Connection, bank_id: str, vectors: list[tuple[uuid.UUID, Any]]
 ) -> None:
-    """The sentence vectors of facts that have several sentences, as (unit id, vector)."""
+    """The sentence vectors of facts that have several sentences, as (unit id, vector or its literal)."""
     if not vectors:
         return
     await conn.execute(
@@ -200,12 +203,21 @@ async def insert_sentence_vectors(
         """,
         bank_id,
         [unit_id for unit_id, _ in vectors],
-        [_vector_text(vector) for _, vector in vectors],
+        [vector_literal(vector) for _, vector in vectors],
     )
 
 
-def _vector_text(vector: Any) -> str:
-    return "[" + ",".join(f"{float(x):.6g}" for x in vector) + "]"
+_SIX_DIGITS = "{:.6g}".format
+
+
+def vector_literal(vector: Any) -> str:
+    """pgvector's text form, six significant digits a component. ~0.1-1 ms a vector of pure Python
+    (100 of them blocked the event loop for 10-100 ms a bulk retain), so retain makes them in its
+    embedding thread; a str is passed through."""
+    if isinstance(vector, str):
+        return vector
+    values = vector.tolist() if hasattr(vector, "tolist") else [float(x) for x in vector]
+    return "[" + ",".join(map(_SIX_DIGITS, values)) + "]"
 
 
 async def insert_causal_links(
@@ -231,7 +243,9 @@ async def insert_temporal_links(
     per_unit: int = 20,
 ) -> None:
     """Link each new unit to up to `per_unit` units of the same type whose time is within the window,
-    weight max(0.3, 1 - Δh/window)."""
+    weight max(0.3, 1 - Δh/window). The nearest are among the `per_unit` nearest before it and the
+    `per_unit` nearest after it, each read in order from memory_units_said_time (migration 014), so a
+    new unit costs two short index scans, not a pass over the bank."""
     if not unit_ids:
         return
     await conn.execute(
@@ -240,14 +254,26 @@ async def insert_temporal_links(
         SELECT n.id, near.id, $1, 'temporal', greatest(0.3, 1 - near.dh / $3)
         FROM memory_units n
         CROSS JOIN LATERAL (
-            SELECT o.id,
-                   abs(extract(epoch FROM coalesce(o.occurred_start, o.mentioned_at)
-                                     - coalesce(n.occurred_start, n.mentioned_at))) / 3600 AS dh
-            FROM memory_units o
-            WHERE o.bank_id = $1 AND o.fact_type = n.fact_type AND o.id <> n.id
-              AND coalesce(o.occurred_start, o.mentioned_at) BETWEEN
-                  coalesce(n.occurred_start, n.mentioned_at) - make_interval(hours => $3::int)
-                  AND coalesce(n.occurred_start, n.mentioned_at) + make_interval(hours => $3::int)
+            SELECT c.id, abs(extract(epoch FROM c.said - coalesce(n.occurred_start, n.mentioned_at))) / 3600 AS dh
+            FROM (
+                (SELECT o.id, coalesce(o.occurred_start, o.mentioned_at) AS said
+                 FROM memory_units o
+                 WHERE o.bank_id = $1 AND o.fact_type = n.fact_type AND o.id <> n.id
+                   AND coalesce(o.occurred_start, o.mentioned_at) BETWEEN
+                       coalesce(n.occurred_start, n.mentioned_at) - make_interval(hours => $3::int)
+                       AND coalesce(n.occurred_start, n.mentioned_at)
+                 ORDER BY coalesce(o.occurred_start, o.mentioned_at) DESC
+                 LIMIT $4)
+                UNION
+                (SELECT o.id, coalesce(o.occurred_start, o.mentioned_at)
+                 FROM memory_units o
+                 WHERE o.bank_id = $1 AND o.fact_type = n.fact_type AND o.id <> n.id
+                   AND coalesce(o.occurred_start, o.mentioned_at) BETWEEN
+                       coalesce(n.occurred_start, n.mentioned_at)
+                       AND coalesce(n.occurred_start, n.mentioned_at) + make_interval(hours => $3::int)
+                 ORDER BY coalesce(o.occurred_start, o.mentioned_at)
+                 LIMIT $4)
+            ) c
             ORDER BY 2
             LIMIT $4
         ) near
