@@ -39,12 +39,14 @@ def vision_server(isolated_dsn: str, scripted_llm: ScriptedLLM) -> Iterator[Runn
     running.stop()
 
 
-CONTENT = [{"type": "text", "text": "First the cover."}, block("image", "image/png", png(2, 2)),
-           {"type": "text", "text": "Then the wiring."}, block("image", "image/jpeg", b"\xff\xd8\xff fake jpeg")]
+FIRST, SECOND = "First take the cover off the box, gently.", "Then do the wiring of all the red cables."
+JPEG = b"\xff\xd8\xff fake jpeg"
+CONTENT = [{"type": "text", "text": FIRST}, block("image", "image/png", png(2, 2)),
+           {"type": "text", "text": SECOND}, block("image", "image/jpeg", JPEG)]
 
 
 def _retain(http: httpx.Client, bank_id: str) -> None:
-    http.patch(f"/v1/default/banks/{bank_id}/config", json={"updates": {"retain_chunk_size": 20,
+    http.patch(f"/v1/default/banks/{bank_id}/config", json={"updates": {"retain_chunk_size": 50,
                                                                          "enable_observations": False}})
     answer_ = http.post(f"/v1/default/banks/{bank_id}/memories",
                         json={"items": [{"content": CONTENT, "document_id": "d"}]})
@@ -61,8 +63,8 @@ def test_each_chunk_sends_its_own_images(vision_server: RunningServer, llm: Scri
     calls = {r.user_text.split("Text:\n", 1)[1].split("\n\n")[0]: image_urls(r)
              for r in llm.requests if r.schema_name == "ExtractionOutput"}
     assert calls == {
-        "First the cover.": ["data:image/png;base64," + base64.b64encode(png(2, 2)).decode()],
-        "Then the wiring.": ["data:image/jpeg;base64," + base64.b64encode(b"\xff\xd8\xff fake jpeg").decode()],
+        FIRST: ["data:image/png;base64," + base64.b64encode(png(2, 2)).decode()],
+        SECOND: ["data:image/jpeg;base64," + base64.b64encode(JPEG).decode()],
     }
     assert texts.count("The picture shows a red square") == 2
     assert len(attachments) == 2, "the images are kept as well"
