@@ -100,7 +100,12 @@ def _client(url: str, index: int, deadline: float, own: str, shared: list[str], 
         n = 0
         while time.monotonic() < deadline:
             n += 1
-            bank = own if rng.random() < 0.5 else rng.choice(shared)
+            # The first two retains of a client go to its own bank and to "its" shared bank, so every bank
+            # is written even on a slow machine; after that, half and half at random.
+            if n <= 2:
+                bank = own if n == 1 else shared[index % len(shared)]
+            else:
+                bank = own if rng.random() < 0.5 else rng.choice(shared)
             token = f"ref{index:02d}x{n:05d}"
             out.append(_timed(http, "retain", bank, {"items": [_item(rng, token)]}, token))
             if n % recall_every == 0:
