@@ -57,6 +57,7 @@ class Capture:
     """One question: what recall returned, every arm's ranking, and what the final scoring reads."""
 
     category: int
+    question: str
     evidence: tuple[str, ...]
     returned: list[str | None]
     rankings: dict[str, Ranked]
@@ -76,6 +77,7 @@ async def variant_rankings(services: Any, scope: Any, query: str, query_vector: 
             found["keyword_without_lead_in"] = await arms.keyword(conn, scope, query, limit, None)
         finally:
             arms.LEAD_IN_WEIGHT = weight
+        found["semantic_no_floor"] = await arms.semantic(conn, scope, query_vector, limit, -1.0)
         terms = arms.keyword_query(query)
         params = SqlParams()
         tsquery, where = params.add(terms or "x"), scope.where(params)
@@ -121,10 +123,11 @@ def capture(args: argparse.Namespace) -> tuple[list[Capture], dict[uuid.UUID, An
             memory.retain_batch(conversation.bank, retain_items(conversation))
             units = memory._run(services.pool.fetch(
                 "SELECT id, text, document_id, fact_type, proof_count, occurred_start, occurred_end, mentioned_at,"
-                " created_at, 0.0 AS similarity FROM memory_units WHERE bank_id = $1", conversation.bank))
+                " created_at, lead_in, embedding, 0.0 AS similarity FROM memory_units WHERE bank_id = $1",
+                conversation.bank))
             index = TurnIndex(conversation)
             for unit in units:
-                rows[unit["id"]] = unit
+                rows[unit["id"]] = dict(unit)
                 turn_of[unit["id"]] = index.turn_of({"id": str(unit["id"]), "text": unit["text"],
                                                      "document_id": unit["document_id"]})
             asked_at = conversation.sessions[-1].said_at
@@ -133,7 +136,8 @@ def capture(args: argparse.Namespace) -> tuple[list[Capture], dict[uuid.UUID, An
                                          query_timestamp=asked_at)
                 rankings, window = seen.pop(question.text)
                 returned = [turn_of.get(uuid.UUID(str(result.id))) for result in response.results]
-                captures.append(Capture(question.category, question.evidence, returned, rankings, window, asked_at))
+                captures.append(Capture(question.category, question.text, question.evidence, returned, rankings,
+                                        window, asked_at))
             print(f"{conversation.sample_id}: {len(conversation.questions)} questions captured", flush=True)
     finally:
         pipeline.run_arms = run_arms
@@ -145,10 +149,10 @@ def capture(args: argparse.Namespace) -> tuple[list[Capture], dict[uuid.UUID, An
 def replay(item: Capture, arms: dict[str, str], k: int, rows: dict[uuid.UUID, Any]) -> list[uuid.UUID]:
     """Engram's fusion and final scoring over the chosen rankings, best first."""
     from engram.recall.pipeline import _score
-    from engram.recall.scoring import fuse_rrf
+    from engram.recall.scoring import best_first, fuse_rrf
 
     fused = fuse_rrf({arm: item.rankings.get(source, []) for arm, source in arms.items()}, k=k)
-    top = sorted(fused, key=fused.__getitem__, reverse=True)[:300]
+    top = best_first(fused)[:300]
     return [unit for _, unit, _ in _score(top, rows, fused, {}, {}, item.now, item.window)]
 
 
@@ -169,12 +173,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--conversations", type=int, help="only the first N conversations")
     parser.add_argument("--questions", type=int, help="at most N questions per conversation")
     parser.add_argument("--json", type=Path, help="also write the figures to this JSON file")
+    parser.add_argument("--save", type=Path, help="also pickle the captured rankings and facts to this file")
     args = parser.parse_args(argv)
     command = " ".join(shlex.quote(a) for a in [".venv/bin/python", "bench/locomo_ablation.py", *sys.argv[1:]])
     if not args.data.is_file():
         print(f"skipped: no LoCoMo data at {args.data} (pass --data PATH)")
         return 0
     captures, rows, turn_of = capture(args)
+    if args.save:
+        import pickle
+
+        args.save.write_bytes(pickle.dumps((captures, rows, turn_of)))
     categories = [c.category for c in captures]
     results: dict[str, dict[str, dict[str, float]]] = {
         "recall as it ran": figures([evidence_recall(c.evidence, c.returned) for c in captures], categories)}

@@ -17,7 +17,7 @@ from engram.recall.budget import fill_budget
 from engram.recall.filters import UnitFilter
 from engram.recall.include import include_chunks, include_entities, include_source_facts
 from engram.recall.rows import fetch_candidates, to_result
-from engram.recall.scoring import fuse_rrf, proof_factor, recency_factor, temporal_factor
+from engram.recall.scoring import best_first, fuse_rrf, proof_factor, recency_factor, temporal_factor
 from engram.store.instants import OutOfCalendar, clamp, in_utc
 from engram.types import RecallRequest, RecallResponse, RecallScores
 
@@ -109,7 +109,7 @@ async def recall(services: Services, bank_id: str, request: RecallRequest) -> Re
     query_vector = await _timed("embed", timings, asyncio.to_thread(embed_query, request.query))
     ranked = await run_arms(services, scope, request, query_vector, limit, window, config, timings)
     fused = fuse_rrf(ranked)
-    top_ids = sorted(fused, key=fused.__getitem__, reverse=True)[:limit]
+    top_ids = best_first(fused)[:limit]
     rows = await _timed("fetch", timings, fetch_candidates(services.pool, top_ids, query_vector))
 
     reranked = await _rerank(services, config, request.query, top_ids, rows, timings)
@@ -203,7 +203,9 @@ def _score(
         scores = RecallScores(final=final, reranker=reranked.get(unit_id), semantic=float(row["similarity"]),
                               keyword=keyword_scores.get(unit_id))
         scored.append((final, unit_id, scores))
-    scored.sort(key=lambda s: s[0], reverse=True)
+    # Equal scores are ordered by text (then id): the same data gives the same ranking, even in another
+    # bank or after a fresh ingest, where every id differs.
+    scored.sort(key=lambda s: (-s[0], rows[s[1]]["text"], s[1]))
     return scored
 
 

@@ -22,9 +22,11 @@ ARM_WEIGHTS = {"graph": 0.3, "keyword": 1.3}
 def fuse_rrf(ranked_lists: dict[str, list[tuple[uuid.UUID, float]]], k: int = RRF_K) -> dict[uuid.UUID, float]:
     """Weighted reciprocal rank fusion of lists sorted best first. Equal scores share the mean of their
     positions, so an arm that cannot tell candidates apart neither picks one of two nor lifts a
-    thousand (a word every fact contains) to the rank of the first."""
+    thousand (a word every fact contains) to the rank of the first. Arms are summed in name order, so
+    a fact's score is the same float whatever order the arms finished in."""
     fused: dict[uuid.UUID, float] = {}
-    for arm, ranked in ranked_lists.items():
+    for arm in sorted(ranked_lists):
+        ranked = ranked_lists[arm]
         weight = ARM_WEIGHTS.get(arm, 1.0)
         start = 0
         while start < len(ranked):
@@ -36,6 +38,11 @@ def fuse_rrf(ranked_lists: dict[str, list[tuple[uuid.UUID, float]]], k: int = RR
                 fused[unit_id] = fused.get(unit_id, 0.0) + weight / (k + rank)
             start = end + 1
     return fused
+
+
+def best_first(fused: dict[uuid.UUID, float]) -> list[uuid.UUID]:
+    """The fused candidates best first; equal scores by id, so the cut at the candidate limit is stable."""
+    return sorted(fused, key=lambda unit_id: (-fused[unit_id], unit_id))
 
 
 def recency_factor(when: datetime | None, now: datetime) -> float:
