@@ -63,3 +63,31 @@ def test_rare_words_outweigh_common_ones_in_the_keyword_arm(http: httpx.Client, 
                         key=lambda r: r["ranks"]["keyword"])
     texts = {r["id"]: r["text"] for r in response["results"]}
     assert texts[by_keyword[0]["id"]] == "Priya fixed the zeppelin model."
+
+
+WORK_NOTES = [
+    "Priya refactored the billing service's retry logic.",
+    "Tom drafted the hiring plan for the data team.",
+    "Lena fixed the flaky login test on CI.",
+    "Marco migrated the reports dashboard to the new charting library.",
+    "Priya reviewed the pull request for invoice exports.",
+    "Tom interviewed two candidates for the backend role.",
+]
+
+
+def test_a_vague_query_gets_the_best_available_facts(http: httpx.Client, bank_id: str) -> None:
+    """No note shares a word with the question and none is within MiniLM's 0.3 cosine of it: a fixed
+    floor returned nothing. With no floor from the caller the best hits are kept; a caller's own
+    `min_scores.semantic` is still an absolute floor."""
+    response = http.post(f"/v1/default/banks/{bank_id}/memories",
+                         json={"items": [{"content": note} for note in WORK_NOTES]})
+    assert response.status_code == 200, response.text
+    query = "What has everyone been working on?"
+    recalled = http.post(f"/v1/default/banks/{bank_id}/memories/recall",
+                         json={"query": query, "trace": True}).json()
+    assert len(recalled["results"]) >= 3, recalled["results"]
+    assert all(r["scores"]["semantic"] < 0.3 for r in recalled["results"])  # all below the old floor
+    assert not any("keyword" in r["ranks"] for r in recalled["trace"]["results"])  # found by meaning alone
+    floored = http.post(f"/v1/default/banks/{bank_id}/memories/recall",
+                        json={"query": query, "min_scores": {"semantic": 0.3}}).json()
+    assert floored["results"] == []

@@ -16,6 +16,10 @@ from engram.store.sql import SqlParams
 Ranked = list[tuple[uuid.UUID, float]]
 
 SEMANTIC_MIN_SIMILARITY = 0.3
+# With no floor from the caller, a query whose best hit is under SEMANTIC_MIN_SIMILARITY (a vague one:
+# "What has everyone been working on?") still keeps the facts within this much of its best hit, so it
+# gets the best available answers instead of none.
+RELATIVE_SIMILARITY_SPAN = 0.1
 GRAPH_SEEDS = 20
 # Facts reached only through hub entities (a speaker named in every turn) score far below this; they
 # would otherwise flood the fusion with weak matches.
@@ -33,12 +37,20 @@ EXACT_SEARCH_MAX_FACTS = 10_000
 SCORE_DECIMALS = 9
 
 
+def default_floor(best: float) -> float:
+    """The similarity a fact needs when the caller set none: SEMANTIC_MIN_SIMILARITY, or less when even
+    the best hit is below it (then a floor relative to the best)."""
+    return min(SEMANTIC_MIN_SIMILARITY, best - RELATIVE_SIMILARITY_SPAN)
+
+
 async def semantic(
-    conn: asyncpg.Connection, scope: UnitFilter, query_vector: np.ndarray, limit: int, min_similarity: float
+    conn: asyncpg.Connection, scope: UnitFilter, query_vector: np.ndarray, limit: int,
+    min_similarity: float | None,
 ) -> Ranked:
     """Facts by their best vector: their own, or that of one of their sentences (a long conversation
     turn is found by the sentence that answers, not diluted by the rest). Exact distances for scopes
-    up to EXACT_SEARCH_MAX_FACTS, the HNSW index beyond; equal similarities are ordered by id."""
+    up to EXACT_SEARCH_MAX_FACTS, the HNSW index beyond; equal similarities are ordered by id.
+    `min_similarity` None: `default_floor` of the best hit."""
     params = SqlParams()
     vector = params.add(query_vector)
     where = scope.where(params)
@@ -81,7 +93,10 @@ async def semantic(
         """,
         *params.values,
     )
-    return [(row["id"], float(row["similarity"])) for row in rows if float(row["similarity"]) >= min_similarity]
+    found = [(row["id"], float(row["similarity"])) for row in rows]
+    if min_similarity is None:
+        min_similarity = default_floor(found[0][1]) if found else 0.0
+    return [(unit_id, similarity) for unit_id, similarity in found if similarity >= min_similarity]
 
 
 def keyword_query(text: str) -> str | None:

@@ -60,9 +60,7 @@ async def run_arms(
 ) -> dict[str, arms.Ranked]:
     pool = services.pool
     min_scores = request.min_scores
-    min_semantic = arms.SEMANTIC_MIN_SIMILARITY
-    if min_scores and min_scores.semantic is not None:
-        min_semantic = min_scores.semantic
+    min_semantic = min_scores.semantic if min_scores else None  # None: relative to the best hit
     min_keyword = min_scores.keyword if min_scores else None
 
     async def with_conn(fn: Any, *args: Any) -> arms.Ranked:
