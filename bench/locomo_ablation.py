@@ -8,10 +8,12 @@ every arm's ranking, and the rankings Engram would get without a part:
 - the keyword arm without lead-ins (a lead-in word weighs 0 instead of 0.5),
 - the keyword arm ranked by PostgreSQL's `ts_rank_cd` instead of BM25 (same index, lead-ins included),
 - the semantic arm with each fact's own vector only (no sentence vectors; the graph arm keeps the
-  seeds it had).
+  seeds it had),
+- the keyword arm searching the whole question, the excluded thing of "besides X" included.
 
 Then Engram's own fusion and final scoring (`engram.recall.scoring`, `engram.recall.pipeline._score`)
-are replayed over those rankings, once with everything and once per variant; the first line also
+are replayed over those rankings, once with everything and once per variant (two variants change the
+fusion instead: a fixed keyword weight, and reciprocal rank fusion as before); the first line also
 shows what recall itself returned, which the full replay must match. Prints a table and the command
 that reproduces it; asserts nothing.
 
@@ -39,15 +41,18 @@ from locomo_recall import CATEGORIES, DEFAULT_DATA, KS, TurnIndex, evidence_reca
 from engram.recall.arms import Ranked
 
 FULL = {"semantic": "semantic", "keyword": "keyword", "graph": "graph", "temporal": "temporal"}
-# (name, {arm: captured ranking}, RRF k)
+# (name, {arm: captured ranking}, fusion: "scores" = Engram's, "fixed" = the same with the keyword weight
+# not adapted to the query, "rrf" = reciprocal rank fusion with k = 60)
 VARIANTS = [
-    ("everything (replayed)", FULL, 60),
-    ("without lead-ins", {**FULL, "keyword": "keyword_without_lead_in"}, 60),
-    ("ts_rank_cd instead of BM25", {**FULL, "keyword": "keyword_ts_rank_cd"}, 60),
-    ("one vector per fact", {**FULL, "semantic": "semantic_own_vector"}, 60),
-    ("without the temporal arm", {k: v for k, v in FULL.items() if k != "temporal"}, 60),
-    ("without the graph arm", {k: v for k, v in FULL.items() if k != "graph"}, 60),
-    ("RRF k = 20", FULL, 20),
+    ("everything (replayed)", FULL, "scores"),
+    ("without lead-ins", {**FULL, "keyword": "keyword_without_lead_in"}, "scores"),
+    ("ts_rank_cd instead of BM25", {**FULL, "keyword": "keyword_ts_rank_cd"}, "scores"),
+    ("one vector per fact", {**FULL, "semantic": "semantic_own_vector"}, "scores"),
+    ("without the temporal arm", {k: v for k, v in FULL.items() if k != "temporal"}, "scores"),
+    ("without the graph arm", {k: v for k, v in FULL.items() if k != "graph"}, "scores"),
+    ("excluded words searched", {**FULL, "keyword": "keyword_with_excluded_words"}, "scores"),
+    ("fixed keyword weight", FULL, "fixed"),
+    ("RRF instead of score fusion", FULL, "rrf"),
 ]
 ALONE = ["keyword", "keyword_without_lead_in", "keyword_ts_rank_cd", "semantic", "semantic_own_vector"]
 
@@ -67,18 +72,20 @@ class Capture:
 
 async def variant_rankings(services: Any, scope: Any, query: str, query_vector: Any, limit: int) -> dict[str, Ranked]:
     from engram.recall import arms
+    from engram.recall.exclusion import keyword_text
     from engram.store.sql import SqlParams
 
+    words = keyword_text(query)  # what recall's keyword arm searches
     found: dict[str, Ranked] = {}
     async with services.pool.acquire() as conn:
         weight = arms.LEAD_IN_WEIGHT
         arms.LEAD_IN_WEIGHT = 0.0
         try:
-            found["keyword_without_lead_in"] = await arms.keyword(conn, scope, query, limit, None)
+            found["keyword_without_lead_in"] = await arms.keyword(conn, scope, words, limit, None)
         finally:
             arms.LEAD_IN_WEIGHT = weight
-        found["semantic_no_floor"] = await arms.semantic(conn, scope, query_vector, limit, -1.0)
-        terms = arms.keyword_query(query)
+        found["keyword_with_excluded_words"] = await arms.keyword(conn, scope, query, limit, None)
+        terms = arms.keyword_query(words)
         params = SqlParams()
         tsquery, where = params.add(terms or "x"), scope.where(params)
         rows = await conn.fetch(
@@ -146,13 +153,24 @@ def capture(args: argparse.Namespace) -> tuple[list[Capture], dict[uuid.UUID, An
     return captures, rows, turn_of
 
 
-def replay(item: Capture, arms: dict[str, str], k: int, rows: dict[uuid.UUID, Any]) -> list[uuid.UUID]:
-    """Engram's fusion and final scoring over the chosen rankings, best first."""
+def replay(item: Capture, arms: dict[str, str], fusion: str, rows: dict[uuid.UUID, Any]) -> list[uuid.UUID]:
+    """Engram's fusion (or a variant of it) and final scoring over the chosen rankings, best first."""
+    from engram.recall import scoring
     from engram.recall.pipeline import _score
-    from engram.recall.scoring import best_first, fuse_rrf
 
-    fused = fuse_rrf({arm: item.rankings.get(source, []) for arm, source in arms.items()}, k=k)
-    top = best_first(fused)[:300]
+    ranked = {arm: item.rankings.get(source, []) for arm, source in arms.items()}
+    if fusion == "rrf":
+        fused = scoring.fuse_rrf(ranked)
+    elif fusion == "fixed":
+        adapted = scoring.KEYWORD_WEIGHT_RANGE
+        scoring.KEYWORD_WEIGHT_RANGE = (1.0, 1.0)
+        try:
+            fused = scoring.fuse_scores(ranked)
+        finally:
+            scoring.KEYWORD_WEIGHT_RANGE = adapted
+    else:
+        fused = scoring.fuse_scores(ranked)
+    top = scoring.best_first(fused)[:300]
     return [unit for _, unit, _ in _score(top, rows, fused, {}, {}, item.now, item.window)]
 
 
@@ -187,12 +205,12 @@ def main(argv: list[str] | None = None) -> int:
     categories = [c.category for c in captures]
     results: dict[str, dict[str, dict[str, float]]] = {
         "recall as it ran": figures([evidence_recall(c.evidence, c.returned) for c in captures], categories)}
-    for name, arms, k in VARIANTS:
-        ranked = [[turn_of[u] for u in replay(c, arms, k, rows)] for c in captures]
+    for name, arms, fusion in VARIANTS:
+        ranked = [[turn_of[u] for u in replay(c, arms, fusion, rows)] for c in captures]
         results[name] = figures([evidence_recall(c.evidence, r) for c, r in zip(captures, ranked, strict=True)],
                                 categories)
     for source in ALONE:
-        ranked = [[turn_of[u] for u in replay(c, {"semantic": source}, 60, rows)] for c in captures]
+        ranked = [[turn_of[u] for u in replay(c, {"semantic": source}, "scores", rows)] for c in captures]
         results[f"{source} arm alone"] = figures(
             [evidence_recall(c.evidence, r) for c, r in zip(captures, ranked, strict=True)], categories)
 
