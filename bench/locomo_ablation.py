@@ -13,7 +13,8 @@ every arm's ranking, and the rankings Engram would get without a part:
 
 Then Engram's own fusion and final scoring (`engram.recall.scoring`, `engram.recall.pipeline._score`)
 are replayed over those rankings, once with everything and once per variant (two variants change the
-fusion instead: a fixed keyword weight, and reciprocal rank fusion as before); the first line also
+fusion instead: a fixed keyword weight, and reciprocal rank fusion as before; one leaves out the
+share of a fused score each conversation neighbour gets); the first line also
 shows what recall itself returned, which the full replay must match. Prints a table and the command
 that reproduces it; asserts nothing.
 
@@ -42,7 +43,8 @@ from engram.recall.arms import Ranked
 
 FULL = {"semantic": "semantic", "keyword": "keyword", "graph": "graph", "temporal": "temporal"}
 # (name, {arm: captured ranking}, fusion: "scores" = Engram's, "fixed" = the same with the keyword weight
-# not adapted to the query, "rrf" = reciprocal rank fusion with k = 60)
+# not adapted to the query, "rrf" = reciprocal rank fusion with k = 60; all but "no neighbours" then
+# share scores with conversation neighbours as recall does)
 VARIANTS = [
     ("everything (replayed)", FULL, "scores"),
     ("without lead-ins", {**FULL, "keyword": "keyword_without_lead_in"}, "scores"),
@@ -53,7 +55,10 @@ VARIANTS = [
     ("excluded words searched", {**FULL, "keyword": "keyword_with_excluded_words"}, "scores"),
     ("fixed keyword weight", FULL, "fixed"),
     ("RRF instead of score fusion", FULL, "rrf"),
+    ("without neighbours' shares", FULL, "no neighbours"),
 ]
+# Each fact's conversation neighbours (engram.recall.neighbours), read once per bank after the ingest.
+NEIGHBOURS: dict[uuid.UUID, list[uuid.UUID]] = {}
 ALONE = ["keyword", "keyword_without_lead_in", "keyword_ts_rank_cd", "semantic", "semantic_own_vector"]
 
 
@@ -106,6 +111,9 @@ def capture(args: argparse.Namespace) -> tuple[list[Capture], dict[uuid.UUID, An
     """Ingest, ask every question, and keep the rankings (recall's arms are wrapped, not changed)."""
     import engram
     from engram.recall import pipeline
+    from engram.recall.filters import UnitFilter
+    from engram.recall.neighbours import fetch_neighbours
+    from engram.recall.pipeline import ALL_TYPES
 
     conversations, _ = load(args.data, args.conversations, args.questions, True)
     seen: dict[str, tuple[dict[str, Ranked], Any]] = {}
@@ -132,6 +140,8 @@ def capture(args: argparse.Namespace) -> tuple[list[Capture], dict[uuid.UUID, An
                 "SELECT id, text, document_id, fact_type, proof_count, occurred_start, occurred_end, mentioned_at,"
                 " created_at, lead_in, embedding, 0.0 AS similarity FROM memory_units WHERE bank_id = $1",
                 conversation.bank))
+            NEIGHBOURS.update(memory._run(fetch_neighbours(
+                services.pool, UnitFilter(conversation.bank, ALL_TYPES), [unit["id"] for unit in units])))
             index = TurnIndex(conversation)
             for unit in units:
                 rows[unit["id"]] = dict(unit)
@@ -156,6 +166,7 @@ def capture(args: argparse.Namespace) -> tuple[list[Capture], dict[uuid.UUID, An
 def replay(item: Capture, arms: dict[str, str], fusion: str, rows: dict[uuid.UUID, Any]) -> list[uuid.UUID]:
     """Engram's fusion (or a variant of it) and final scoring over the chosen rankings, best first."""
     from engram.recall import scoring
+    from engram.recall.neighbours import NEIGHBOUR_SOURCES, share_with_neighbours
     from engram.recall.pipeline import _score
 
     ranked = {arm: item.rankings.get(source, []) for arm, source in arms.items()}
@@ -170,6 +181,8 @@ def replay(item: Capture, arms: dict[str, str], fusion: str, rows: dict[uuid.UUI
             scoring.KEYWORD_WEIGHT_RANGE = adapted
     else:
         fused = scoring.fuse_scores(ranked)
+    if fusion != "no neighbours":
+        fused = share_with_neighbours(fused, scoring.best_first(fused)[:NEIGHBOUR_SOURCES], NEIGHBOURS)
     top = scoring.best_first(fused)[:300]
     return [unit for _, unit, _ in _score(top, rows, fused, {}, {}, item.now, item.window)]
 
@@ -201,7 +214,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.save:
         import pickle
 
-        args.save.write_bytes(pickle.dumps((captures, rows, turn_of)))
+        args.save.write_bytes(pickle.dumps((captures, rows, turn_of, NEIGHBOURS)))
     categories = [c.category for c in captures]
     results: dict[str, dict[str, dict[str, float]]] = {
         "recall as it ran": figures([evidence_recall(c.evidence, c.returned) for c in captures], categories)}

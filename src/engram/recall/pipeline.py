@@ -18,6 +18,7 @@ from engram.recall.budget import fill_budget
 from engram.recall.exclusion import keyword_text
 from engram.recall.filters import UnitFilter
 from engram.recall.include import include_chunks, include_entities, include_source_facts
+from engram.recall.neighbours import NEIGHBOUR_SOURCES, fetch_neighbours, share_with_neighbours
 from engram.recall.rows import fetch_candidates, to_result
 from engram.recall.scoring import best_first, fuse_scores, proof_factor, recency_factor, temporal_factor
 from engram.store.instants import OutOfCalendar, clamp, in_utc
@@ -109,7 +110,7 @@ async def recall(services: Services, bank_id: str, request: RecallRequest) -> Re
     timings: dict[str, float] = {}
     query_vector = await _timed("embed", timings, asyncio.to_thread(embed_query, request.query))
     ranked = await run_arms(services, scope, request, query_vector, limit, window, config, timings)
-    fused = fuse_scores(ranked)
+    fused = await _with_neighbours(services, scope, fuse_scores(ranked), timings)
     top_ids = best_first(fused)[:limit]
     rows = await _timed("fetch", timings, fetch_candidates(services.pool, top_ids, query_vector))
 
@@ -154,6 +155,14 @@ async def recall(services: Services, bank_id: str, request: RecallRequest) -> Re
             state, pending = await observation_freshness(services.pool, bank_id, request.tags, request.tags_match)
             response.trace["observations_freshness"] = {"state": state, "pending_facts": pending}
     return response
+
+
+async def _with_neighbours(
+    services: Services, scope: UnitFilter, fused: dict[uuid.UUID, float], timings: dict[str, float]
+) -> dict[uuid.UUID, float]:
+    sources = best_first(fused)[:NEIGHBOUR_SOURCES]
+    found = await _timed("neighbours", timings, fetch_neighbours(services.pool, scope, sources))
+    return share_with_neighbours(fused, sources, found)
 
 
 RERANK_MAX_CANDIDATES = 300
@@ -225,6 +234,7 @@ def _trace(
         "embed_ms": timings.get("embed"),
         "rerank_ms": timings.get("rerank"),
         "fetch_ms": timings.get("fetch"),
+        "neighbours_ms": timings.get("neighbours"),
         "include_entities_ms": timings.get("include_entities"),
         "total_ms": round((time.perf_counter() - started) * 1000, 2),
         "results": [

@@ -1,6 +1,7 @@
 """Fusing the arms and scoring the candidates: a weighted sum of each arm's scores, scaled to its own
-list (reciprocal rank fusion, k = 60, is kept for comparison), then small multiplicative boosts for recency (±10 % over a year), temporal proximity to the query's window
-(±10 %) and, for observations, the number of supporting facts (±5 %)."""
+list (reciprocal rank fusion, k = 60, is kept for comparison), then small multiplicative boosts for
+recency (±10 % over a year), temporal proximity to the query's window (±10 %) and, for observations,
+the number of supporting facts (±5 %)."""
 
 from __future__ import annotations
 
