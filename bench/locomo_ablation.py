@@ -8,10 +8,13 @@ every arm's ranking, and the rankings Engram would get without a part:
 - the keyword arm without lead-ins (a lead-in word weighs 0 instead of 0.5),
 - the keyword arm ranked by PostgreSQL's `ts_rank_cd` instead of BM25 (same index, lead-ins included),
 - the semantic arm with each fact's own vector only (no sentence vectors; the graph arm keeps the
-  seeds it had).
+  seeds it had),
+- the keyword arm searching the whole question, the excluded thing of "besides X" included.
 
 Then Engram's own fusion and final scoring (`engram.recall.scoring`, `engram.recall.pipeline._score`)
-are replayed over those rankings, once with everything and once per variant; the first line also
+are replayed over those rankings, once with everything and once per variant (two variants change the
+fusion instead: a fixed keyword weight, and reciprocal rank fusion as before; one leaves out the
+share of a fused score each conversation neighbour gets); the first line also
 shows what recall itself returned, which the full replay must match. Prints a table and the command
 that reproduces it; asserts nothing.
 
@@ -39,16 +42,23 @@ from locomo_recall import CATEGORIES, DEFAULT_DATA, KS, TurnIndex, evidence_reca
 from engram.recall.arms import Ranked
 
 FULL = {"semantic": "semantic", "keyword": "keyword", "graph": "graph", "temporal": "temporal"}
-# (name, {arm: captured ranking}, RRF k)
+# (name, {arm: captured ranking}, fusion: "scores" = Engram's, "fixed" = the same with the keyword weight
+# not adapted to the query, "rrf" = reciprocal rank fusion with k = 60; all but "no neighbours" then
+# share scores with conversation neighbours as recall does)
 VARIANTS = [
-    ("everything (replayed)", FULL, 60),
-    ("without lead-ins", {**FULL, "keyword": "keyword_without_lead_in"}, 60),
-    ("ts_rank_cd instead of BM25", {**FULL, "keyword": "keyword_ts_rank_cd"}, 60),
-    ("one vector per fact", {**FULL, "semantic": "semantic_own_vector"}, 60),
-    ("without the temporal arm", {k: v for k, v in FULL.items() if k != "temporal"}, 60),
-    ("without the graph arm", {k: v for k, v in FULL.items() if k != "graph"}, 60),
-    ("RRF k = 20", FULL, 20),
+    ("everything (replayed)", FULL, "scores"),
+    ("without lead-ins", {**FULL, "keyword": "keyword_without_lead_in"}, "scores"),
+    ("ts_rank_cd instead of BM25", {**FULL, "keyword": "keyword_ts_rank_cd"}, "scores"),
+    ("one vector per fact", {**FULL, "semantic": "semantic_own_vector"}, "scores"),
+    ("without the temporal arm", {k: v for k, v in FULL.items() if k != "temporal"}, "scores"),
+    ("without the graph arm", {k: v for k, v in FULL.items() if k != "graph"}, "scores"),
+    ("excluded words searched", {**FULL, "keyword": "keyword_with_excluded_words"}, "scores"),
+    ("fixed keyword weight", FULL, "fixed"),
+    ("RRF instead of score fusion", FULL, "rrf"),
+    ("without neighbours' shares", FULL, "no neighbours"),
 ]
+# Each fact's conversation neighbours (engram.recall.neighbours), read once per bank after the ingest.
+NEIGHBOURS: dict[uuid.UUID, list[uuid.UUID]] = {}
 ALONE = ["keyword", "keyword_without_lead_in", "keyword_ts_rank_cd", "semantic", "semantic_own_vector"]
 
 
@@ -57,6 +67,7 @@ class Capture:
     """One question: what recall returned, every arm's ranking, and what the final scoring reads."""
 
     category: int
+    question: str
     evidence: tuple[str, ...]
     returned: list[str | None]
     rankings: dict[str, Ranked]
@@ -66,17 +77,20 @@ class Capture:
 
 async def variant_rankings(services: Any, scope: Any, query: str, query_vector: Any, limit: int) -> dict[str, Ranked]:
     from engram.recall import arms
+    from engram.recall.exclusion import keyword_text
     from engram.store.sql import SqlParams
 
+    words = keyword_text(query)  # what recall's keyword arm searches
     found: dict[str, Ranked] = {}
     async with services.pool.acquire() as conn:
         weight = arms.LEAD_IN_WEIGHT
         arms.LEAD_IN_WEIGHT = 0.0
         try:
-            found["keyword_without_lead_in"] = await arms.keyword(conn, scope, query, limit, None)
+            found["keyword_without_lead_in"] = await arms.keyword(conn, scope, words, limit, None)
         finally:
             arms.LEAD_IN_WEIGHT = weight
-        terms = arms.keyword_query(query)
+        found["keyword_with_excluded_words"] = await arms.keyword(conn, scope, query, limit, None)
+        terms = arms.keyword_query(words)
         params = SqlParams()
         tsquery, where = params.add(terms or "x"), scope.where(params)
         rows = await conn.fetch(
@@ -97,6 +111,9 @@ def capture(args: argparse.Namespace) -> tuple[list[Capture], dict[uuid.UUID, An
     """Ingest, ask every question, and keep the rankings (recall's arms are wrapped, not changed)."""
     import engram
     from engram.recall import pipeline
+    from engram.recall.filters import UnitFilter
+    from engram.recall.neighbours import fetch_neighbours
+    from engram.recall.pipeline import ALL_TYPES
 
     conversations, _ = load(args.data, args.conversations, args.questions, True)
     seen: dict[str, tuple[dict[str, Ranked], Any]] = {}
@@ -121,10 +138,13 @@ def capture(args: argparse.Namespace) -> tuple[list[Capture], dict[uuid.UUID, An
             memory.retain_batch(conversation.bank, retain_items(conversation))
             units = memory._run(services.pool.fetch(
                 "SELECT id, text, document_id, fact_type, proof_count, occurred_start, occurred_end, mentioned_at,"
-                " created_at, 0.0 AS similarity FROM memory_units WHERE bank_id = $1", conversation.bank))
+                " created_at, lead_in, embedding, 0.0 AS similarity FROM memory_units WHERE bank_id = $1",
+                conversation.bank))
+            NEIGHBOURS.update(memory._run(fetch_neighbours(
+                services.pool, UnitFilter(conversation.bank, ALL_TYPES), [unit["id"] for unit in units])))
             index = TurnIndex(conversation)
             for unit in units:
-                rows[unit["id"]] = unit
+                rows[unit["id"]] = dict(unit)
                 turn_of[unit["id"]] = index.turn_of({"id": str(unit["id"]), "text": unit["text"],
                                                      "document_id": unit["document_id"]})
             asked_at = conversation.sessions[-1].said_at
@@ -133,7 +153,8 @@ def capture(args: argparse.Namespace) -> tuple[list[Capture], dict[uuid.UUID, An
                                          query_timestamp=asked_at)
                 rankings, window = seen.pop(question.text)
                 returned = [turn_of.get(uuid.UUID(str(result.id))) for result in response.results]
-                captures.append(Capture(question.category, question.evidence, returned, rankings, window, asked_at))
+                captures.append(Capture(question.category, question.text, question.evidence, returned, rankings,
+                                        window, asked_at))
             print(f"{conversation.sample_id}: {len(conversation.questions)} questions captured", flush=True)
     finally:
         pipeline.run_arms = run_arms
@@ -142,13 +163,27 @@ def capture(args: argparse.Namespace) -> tuple[list[Capture], dict[uuid.UUID, An
     return captures, rows, turn_of
 
 
-def replay(item: Capture, arms: dict[str, str], k: int, rows: dict[uuid.UUID, Any]) -> list[uuid.UUID]:
-    """Engram's fusion and final scoring over the chosen rankings, best first."""
+def replay(item: Capture, arms: dict[str, str], fusion: str, rows: dict[uuid.UUID, Any]) -> list[uuid.UUID]:
+    """Engram's fusion (or a variant of it) and final scoring over the chosen rankings, best first."""
+    from engram.recall import scoring
+    from engram.recall.neighbours import NEIGHBOUR_SOURCES, share_with_neighbours
     from engram.recall.pipeline import _score
-    from engram.recall.scoring import fuse_rrf
 
-    fused = fuse_rrf({arm: item.rankings.get(source, []) for arm, source in arms.items()}, k=k)
-    top = sorted(fused, key=fused.__getitem__, reverse=True)[:300]
+    ranked = {arm: item.rankings.get(source, []) for arm, source in arms.items()}
+    if fusion == "rrf":
+        fused = scoring.fuse_rrf(ranked)
+    elif fusion == "fixed":
+        adapted = scoring.KEYWORD_WEIGHT_RANGE
+        scoring.KEYWORD_WEIGHT_RANGE = (1.0, 1.0)
+        try:
+            fused = scoring.fuse_scores(ranked)
+        finally:
+            scoring.KEYWORD_WEIGHT_RANGE = adapted
+    else:
+        fused = scoring.fuse_scores(ranked)
+    if fusion != "no neighbours":
+        fused = share_with_neighbours(fused, scoring.best_first(fused)[:NEIGHBOUR_SOURCES], NEIGHBOURS)
+    top = scoring.best_first(fused)[:300]
     return [unit for _, unit, _ in _score(top, rows, fused, {}, {}, item.now, item.window)]
 
 
@@ -169,21 +204,26 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--conversations", type=int, help="only the first N conversations")
     parser.add_argument("--questions", type=int, help="at most N questions per conversation")
     parser.add_argument("--json", type=Path, help="also write the figures to this JSON file")
+    parser.add_argument("--save", type=Path, help="also pickle the captured rankings and facts to this file")
     args = parser.parse_args(argv)
     command = " ".join(shlex.quote(a) for a in [".venv/bin/python", "bench/locomo_ablation.py", *sys.argv[1:]])
     if not args.data.is_file():
         print(f"skipped: no LoCoMo data at {args.data} (pass --data PATH)")
         return 0
     captures, rows, turn_of = capture(args)
+    if args.save:
+        import pickle
+
+        args.save.write_bytes(pickle.dumps((captures, rows, turn_of, NEIGHBOURS)))
     categories = [c.category for c in captures]
     results: dict[str, dict[str, dict[str, float]]] = {
         "recall as it ran": figures([evidence_recall(c.evidence, c.returned) for c in captures], categories)}
-    for name, arms, k in VARIANTS:
-        ranked = [[turn_of[u] for u in replay(c, arms, k, rows)] for c in captures]
+    for name, arms, fusion in VARIANTS:
+        ranked = [[turn_of[u] for u in replay(c, arms, fusion, rows)] for c in captures]
         results[name] = figures([evidence_recall(c.evidence, r) for c, r in zip(captures, ranked, strict=True)],
                                 categories)
     for source in ALONE:
-        ranked = [[turn_of[u] for u in replay(c, {"semantic": source}, 60, rows)] for c in captures]
+        ranked = [[turn_of[u] for u in replay(c, {"semantic": source}, "scores", rows)] for c in captures]
         results[f"{source} arm alone"] = figures(
             [evidence_recall(c.evidence, r) for c, r in zip(captures, ranked, strict=True)], categories)
 

@@ -65,4 +65,5 @@ def test_ablation_replays_recall_exactly_and_reports_every_variant(tmp_path: Pat
     # variants differ from recall only by the part they take out
     assert report["everything (replayed)"] == report["recall as it ran"]
     assert {"without lead-ins", "ts_rank_cd instead of BM25", "one vector per fact", "without the graph arm",
-            "without the temporal arm", "RRF k = 20"} <= set(report)
+            "without the temporal arm", "excluded words searched", "fixed keyword weight",
+            "RRF instead of score fusion"} <= set(report)

@@ -33,3 +33,26 @@ def test_a_large_tie_ranks_in_the_middle_of_its_positions() -> None:
     tied = [(uuid.uuid4(), 0.0) for _ in range(1000)]
     fused = fuse_rrf({"semantic": [(A, 2.0), *tied]})
     assert fused[tied[0][0]] == pytest.approx(1 / (RRF_K + 501.5))
+
+
+def test_score_fusion_weighs_how_far_apart_scores_are_not_only_their_order() -> None:
+    """A and B nearly tie in the keyword arm (9.99 and 10) and in the semantic arm A is ahead: score
+    fusion ranks A first. RRF saw only the ranks, and the keyword arm's heavier rank 1 put B first."""
+    from engram.recall.scoring import fuse_scores
+
+    ranked = {"keyword": [(B, 10.0), (A, 9.99), (C, 1.0)], "semantic": [(A, 0.9), (B, 0.88), (C, 0.3)]}
+    fused = fuse_scores(ranked)
+    assert fused[A] > fused[B] > fused[C]
+    assert fused[C] == 0.0  # the last of every arm it is in
+    rrf = fuse_rrf(ranked)
+    assert rrf[B] > rrf[A]
+
+
+def test_the_keyword_weight_follows_how_rare_the_matched_words_are() -> None:
+    from engram.recall.scoring import KEYWORD_REFERENCE_SCORE, SCORE_WEIGHTS, arm_weights
+
+    rare = arm_weights({"keyword": [(A, KEYWORD_REFERENCE_SCORE * 4)], "semantic": [(A, 0.5)]})
+    common = arm_weights({"keyword": [(A, KEYWORD_REFERENCE_SCORE / 4)], "semantic": [(A, 0.5)]})
+    assert rare["keyword"] == pytest.approx(SCORE_WEIGHTS["keyword"] * 2)
+    assert common["keyword"] == pytest.approx(SCORE_WEIGHTS["keyword"] / 2)
+    assert rare["semantic"] == common["semantic"] == SCORE_WEIGHTS["semantic"]

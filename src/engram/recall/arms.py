@@ -16,6 +16,10 @@ from engram.store.sql import SqlParams
 Ranked = list[tuple[uuid.UUID, float]]
 
 SEMANTIC_MIN_SIMILARITY = 0.3
+# With no floor from the caller, a query whose best hit is under SEMANTIC_MIN_SIMILARITY (a vague one:
+# "What has everyone been working on?") still keeps the facts within this much of its best hit, so it
+# gets the best available answers instead of none.
+RELATIVE_SIMILARITY_SPAN = 0.1
 GRAPH_SEEDS = 20
 # Facts reached only through hub entities (a speaker named in every turn) score far below this; they
 # would otherwise flood the fusion with weak matches.
@@ -23,39 +27,76 @@ GRAPH_MIN_ACTIVATION = 0.15
 _WORD = re.compile(r"[A-Za-z0-9]+")
 
 
+# Up to this many facts in scope, the semantic arm computes every distance (a few milliseconds) instead
+# of asking the HNSW index: an approximate search depends on the index's randomised graph, so two
+# ingests of the same data (or one index before and after more writes) could return different
+# neighbours. Larger scopes use the index, ordered by (distance, id): stable while the index is.
+EXACT_SEARCH_MAX_FACTS = 10_000
+# Scores are rounded to this many decimals before they are ordered: a sum over rows that PostgreSQL
+# aggregates in no fixed order differs in its last bits from run to run, which reordered near-ties.
+SCORE_DECIMALS = 9
+
+
+def default_floor(best: float) -> float:
+    """The similarity a fact needs when the caller set none: SEMANTIC_MIN_SIMILARITY, or less when even
+    the best hit is below it (then a floor relative to the best)."""
+    return min(SEMANTIC_MIN_SIMILARITY, best - RELATIVE_SIMILARITY_SPAN)
+
+
 async def semantic(
-    conn: asyncpg.Connection, scope: UnitFilter, query_vector: np.ndarray, limit: int, min_similarity: float
+    conn: asyncpg.Connection, scope: UnitFilter, query_vector: np.ndarray, limit: int,
+    min_similarity: float | None,
 ) -> Ranked:
     """Facts by their best vector: their own, or that of one of their sentences (a long conversation
-    turn is found by the sentence that answers, not diluted by the rest)."""
+    turn is found by the sentence that answers, not diluted by the rest). Exact distances for scopes
+    up to EXACT_SEARCH_MAX_FACTS, the HNSW index beyond; equal similarities are ordered by id.
+    `min_similarity` None: `default_floor` of the best hit."""
     params = SqlParams()
     vector = params.add(query_vector)
     where = scope.where(params)
     limit_ref = params.add(limit)
+    exact = f"(SELECT n FROM size) <= {EXACT_SEARCH_MAX_FACTS}"
     rows = await conn.fetch(
         f"""
-        WITH own AS (
+        WITH size AS MATERIALIZED (  -- counted up to the threshold from the scope index's own pages
+            SELECT count(*) AS n FROM (
+                SELECT 1 FROM memory_units m WHERE {where} LIMIT {EXACT_SEARCH_MAX_FACTS + 1}) s
+        ),
+        own_exact AS MATERIALIZED (
             SELECT m.id, m.embedding <=> {vector}::vector AS distance
-            FROM memory_units m WHERE {where}
+            FROM memory_units m WHERE {where} AND {exact}
+        ),
+        sentence_exact AS MATERIALIZED (
+            SELECT v.unit_id AS id, v.embedding <=> {vector}::vector AS distance
+            FROM memory_unit_sentences v JOIN memory_units m ON m.id = v.unit_id
+            WHERE {where} AND {exact}
+        ),
+        own_approximate AS (
+            SELECT m.id, m.embedding <=> {vector}::vector AS distance
+            FROM memory_units m WHERE {where} AND NOT {exact}
             ORDER BY m.embedding <=> {vector}::vector
             LIMIT {limit_ref}
         ),
-        by_sentence AS (
+        sentence_approximate AS (
             SELECT v.unit_id AS id, v.embedding <=> {vector}::vector AS distance
             FROM memory_unit_sentences v JOIN memory_units m ON m.id = v.unit_id
-            WHERE {where}
+            WHERE {where} AND NOT {exact}
             ORDER BY v.embedding <=> {vector}::vector
             LIMIT {limit_ref}
         )
-        SELECT id, 1 - min(distance) AS similarity
-        FROM (SELECT * FROM own UNION ALL SELECT * FROM by_sentence) hits
+        SELECT id, round((1 - min(distance))::numeric, {SCORE_DECIMALS}) AS similarity
+        FROM (SELECT * FROM own_exact UNION ALL SELECT * FROM sentence_exact
+              UNION ALL SELECT * FROM own_approximate UNION ALL SELECT * FROM sentence_approximate) hits
         GROUP BY id
-        ORDER BY similarity DESC
+        ORDER BY similarity DESC, id
         LIMIT {limit_ref}
         """,
         *params.values,
     )
-    return [(row["id"], float(row["similarity"])) for row in rows if row["similarity"] >= min_similarity]
+    found = [(row["id"], float(row["similarity"])) for row in rows]
+    if min_similarity is None:
+        min_similarity = default_floor(found[0][1]) if found else 0.0
+    return [(unit_id, similarity) for unit_id, similarity in found if similarity >= min_similarity]
 
 
 def keyword_query(text: str) -> str | None:
@@ -113,18 +154,18 @@ async def keyword(
             SELECT (SELECT count(*) FROM memory_units m WHERE {where}) AS n,
                    (SELECT greatest(avg(doc_length), 1) FROM matched) AS average_length
         )
-        SELECT h.id, sum(CASE WHEN f.df > 1 AND f.df > k.n * {UBIQUITOUS_SHARE} THEN 0 ELSE
+        SELECT h.id, round(sum(CASE WHEN f.df > 1 AND f.df > k.n * {UBIQUITOUS_SHARE} THEN 0 ELSE
             ln(1 + (k.n - f.df + 0.5) / (f.df + 0.5))
             * h.tf * {BM25_K1 + 1} / (h.tf + {BM25_K1} * (1 - {BM25_B} + {BM25_B} * h.doc_length / k.average_length))
-        END) AS rank
+        END)::numeric, {SCORE_DECIMALS}) AS rank
         FROM hits h JOIN frequency f USING (lexeme) CROSS JOIN corpus k
         GROUP BY h.id
-        ORDER BY rank DESC
+        ORDER BY rank DESC, h.id
         LIMIT {params.add(limit)}
         """,
         *params.values,
     )
-    return [(row["id"], float(row["rank"])) for row in rows if min_rank is None or row["rank"] >= min_rank]
+    return [(row["id"], float(row["rank"])) for row in rows if min_rank is None or float(row["rank"]) >= min_rank]
 
 
 async def graph(conn: asyncpg.Connection, scope: UnitFilter, seeds: Ranked, limit: int) -> Ranked:
@@ -188,19 +229,20 @@ async def graph(conn: asyncpg.Connection, scope: UnitFilter, seeds: Ranked, limi
             SELECT id, score FROM via_links
         ),
         best AS (
-            SELECT id, max(score) AS score FROM activation WHERE id <> ALL({seed_ids}::uuid[])
-            GROUP BY id ORDER BY score DESC OFFSET 0
+            SELECT id, round(max(score)::numeric, {SCORE_DECIMALS}) AS score
+            FROM activation WHERE id <> ALL({seed_ids}::uuid[])
+            GROUP BY id ORDER BY score DESC, id OFFSET 0
         )
         -- The scope is checked best first, one primary-key lookup per candidate, until `limit` pass (a
         -- join would read every fact of the bank); a scalar subquery is never turned into that join.
         SELECT b.id, b.score FROM best b
         WHERE (SELECT true FROM memory_units m WHERE m.id = b.id AND {where})
-        ORDER BY b.score DESC
+        ORDER BY b.score DESC, b.id
         LIMIT {params.add(limit)}
         """,
         *params.values,
     )
-    return [(row["id"], float(row["score"])) for row in rows if row["score"] >= GRAPH_MIN_ACTIVATION]
+    return [(row["id"], float(row["score"])) for row in rows if float(row["score"]) >= GRAPH_MIN_ACTIVATION]
 
 
 async def temporal(
@@ -230,10 +272,10 @@ async def temporal(
         inside AS (
             SELECT w.id, 1 - (w.embedding <=> {vector}::vector) AS similarity
             FROM in_window w
-            ORDER BY w.embedding <=> {vector}::vector
+            ORDER BY w.embedding <=> {vector}::vector, w.id
             LIMIT {limit_ref}
         ),
-        best AS (SELECT * FROM inside ORDER BY similarity DESC LIMIT 20),
+        best AS (SELECT * FROM inside ORDER BY similarity DESC, id LIMIT 20),
         linked AS MATERIALIZED (  -- evaluated once, whatever the planner guesses of fresh rows
             SELECT l.to_unit AS id, b.similarity * l.weight * 0.5 AS similarity
             FROM best b JOIN memory_links l ON l.from_unit = b.id WHERE l.link_type IN ('temporal', 'causal')
@@ -245,10 +287,10 @@ async def temporal(
             SELECT k.id, k.similarity FROM linked k
             WHERE (SELECT true FROM memory_units m WHERE m.id = k.id AND {where})
         )
-        SELECT id, max(similarity) AS score
+        SELECT id, round(max(similarity)::numeric, {SCORE_DECIMALS}) AS score
         FROM (SELECT * FROM inside UNION ALL SELECT * FROM spread) c
         GROUP BY id
-        ORDER BY score DESC
+        ORDER BY score DESC, id
         LIMIT {limit_ref}
         """,
         *params.values,

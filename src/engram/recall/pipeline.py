@@ -1,7 +1,8 @@
 """Recall: a query in, the most relevant memories out, within a token budget.
 
 The arms run concurrently on their own connections (graph waits for the semantic seeds), their
-rankings are fused with RRF, optionally reranked, boosted, and cut to `max_tokens`."""
+rankings are fused (a weighted sum of each arm's scaled scores), optionally reranked, boosted, and cut
+to `max_tokens`."""
 
 from __future__ import annotations
 
@@ -14,10 +15,12 @@ from typing import TYPE_CHECKING, Any
 from engram.errors import BankNotFound, InvalidInput
 from engram.recall import arms
 from engram.recall.budget import fill_budget
+from engram.recall.exclusion import keyword_text
 from engram.recall.filters import UnitFilter
 from engram.recall.include import include_chunks, include_entities, include_source_facts
+from engram.recall.neighbours import NEIGHBOUR_SOURCES, fetch_neighbours, share_with_neighbours
 from engram.recall.rows import fetch_candidates, to_result
-from engram.recall.scoring import fuse_rrf, proof_factor, recency_factor, temporal_factor
+from engram.recall.scoring import best_first, fuse_scores, proof_factor, recency_factor, temporal_factor
 from engram.store.instants import OutOfCalendar, clamp, in_utc
 from engram.types import RecallRequest, RecallResponse, RecallScores
 
@@ -60,9 +63,7 @@ async def run_arms(
 ) -> dict[str, arms.Ranked]:
     pool = services.pool
     min_scores = request.min_scores
-    min_semantic = arms.SEMANTIC_MIN_SIMILARITY
-    if min_scores and min_scores.semantic is not None:
-        min_semantic = min_scores.semantic
+    min_semantic = min_scores.semantic if min_scores else None  # None: relative to the best hit
     min_keyword = min_scores.keyword if min_scores else None
 
     async def with_conn(fn: Any, *args: Any) -> arms.Ranked:
@@ -79,7 +80,8 @@ async def run_arms(
 
     tasks: dict[str, Any] = {"semantic+graph": semantic_then_graph()}
     if config.get("enable_text_search", True):
-        tasks["keyword"] = _timed("keyword", timings, with_conn(arms.keyword, request.query, limit, min_keyword))
+        words = keyword_text(request.query)
+        tasks["keyword"] = _timed("keyword", timings, with_conn(arms.keyword, words, limit, min_keyword))
     if window is not None:
         tasks["temporal"] = _timed(
             "temporal", timings, with_conn(arms.temporal, query_vector, window[0], window[1], limit)
@@ -108,8 +110,8 @@ async def recall(services: Services, bank_id: str, request: RecallRequest) -> Re
     timings: dict[str, float] = {}
     query_vector = await _timed("embed", timings, asyncio.to_thread(embed_query, request.query))
     ranked = await run_arms(services, scope, request, query_vector, limit, window, config, timings)
-    fused = fuse_rrf(ranked)
-    top_ids = sorted(fused, key=fused.__getitem__, reverse=True)[:limit]
+    fused = await _with_neighbours(services, scope, fuse_scores(ranked), timings)
+    top_ids = best_first(fused)[:limit]
     rows = await _timed("fetch", timings, fetch_candidates(services.pool, top_ids, query_vector))
 
     reranked = await _rerank(services, config, request.query, top_ids, rows, timings)
@@ -155,6 +157,14 @@ async def recall(services: Services, bank_id: str, request: RecallRequest) -> Re
     return response
 
 
+async def _with_neighbours(
+    services: Services, scope: UnitFilter, fused: dict[uuid.UUID, float], timings: dict[str, float]
+) -> dict[uuid.UUID, float]:
+    sources = best_first(fused)[:NEIGHBOUR_SOURCES]
+    found = await _timed("neighbours", timings, fetch_neighbours(services.pool, scope, sources))
+    return share_with_neighbours(fused, sources, found)
+
+
 RERANK_MAX_CANDIDATES = 300
 
 
@@ -181,7 +191,7 @@ def _score(
 ) -> list[tuple[float, uuid.UUID, RecallScores]]:
     """Final scores, best first: the reranker's score (or the fused rank, scaled to the best) times
     the recency, temporal-proximity and proof-count boosts."""
-    # Fused RRF scores are compressed (rank 1 = 1/61, rank 10 = 1/70): spread them over [0, 1] so the
+    # Fused scores are spread over [0, 1] (RRF's were compressed: rank 1 = 1/61, rank 10 = 1/70), so the
     # ±10 % boosts only reorder near-ties instead of sorting everything by date.
     values = [fused[u] for u in top_ids if u in rows]
     low, high = min(values, default=0.0), max(values, default=1.0)
@@ -203,7 +213,9 @@ def _score(
         scores = RecallScores(final=final, reranker=reranked.get(unit_id), semantic=float(row["similarity"]),
                               keyword=keyword_scores.get(unit_id))
         scored.append((final, unit_id, scores))
-    scored.sort(key=lambda s: s[0], reverse=True)
+    # Equal scores are ordered by text (then id): the same data gives the same ranking, even in another
+    # bank or after a fresh ingest, where every id differs.
+    scored.sort(key=lambda s: (-s[0], rows[s[1]]["text"], s[1]))
     return scored
 
 
@@ -222,13 +234,14 @@ def _trace(
         "embed_ms": timings.get("embed"),
         "rerank_ms": timings.get("rerank"),
         "fetch_ms": timings.get("fetch"),
+        "neighbours_ms": timings.get("neighbours"),
         "include_entities_ms": timings.get("include_entities"),
         "total_ms": round((time.perf_counter() - started) * 1000, 2),
         "results": [
             {
                 "id": str(uid),
                 "ranks": {name: pos[uid] for name, pos in positions.items() if uid in pos},
-                "rrf": round(fused[uid], 6),
+                "fused": round(fused[uid], 6),
                 "final": round(final, 6),
             }
             for final, uid, _ in scored[:100]

@@ -1,5 +1,5 @@
 // The recall playground: run a recall with its trace and see, for each result, its rank in every
-// retrieval arm, the fused RRF score and the final score.
+// retrieval arm, the fused score and the final score.
 
 import { api, bankPath } from "../api.js";
 import { badge, clear, errorBox, fmtNumber, h, section, splitList, tagChips } from "../dom.js";
@@ -56,7 +56,7 @@ function resultsTable(ctx, response) {
       ),
       h("td", {}, badge(result.type || "?", result.type)),
       arms.map((arm) => h("td", { class: `num arm arm-${arm}` }, ranks[arm] != null ? `#${ranks[arm]}` : "–")),
-      h("td", { class: "num" }, fmtNumber(entry.rrf, 4)),
+      h("td", { class: "num" }, fmtNumber(entry.fused, 4)),
       h("td", { class: "num final" }, fmtNumber(result.scores?.final ?? entry.final, 3)),
     );
   });
@@ -67,7 +67,7 @@ function resultsTable(ctx, response) {
       "thead",
       {},
       h("tr", {}, h("th", {}, "#"), h("th", {}, "Memory"), h("th", {}, "Type"), arms.map((arm) => h("th", { class: "num" }, arm)),
-        h("th", { class: "num" }, "RRF"), h("th", { class: "num" }, "Final")),
+        h("th", { class: "num" }, "Fused"), h("th", { class: "num" }, "Final")),
     ),
     h("tbody", {}, rows),
   );
@@ -121,7 +121,7 @@ export async function renderRecall(ctx) {
   clear(
     ctx.main,
     h("h1", {}, "Recall playground"),
-    h("p", { class: "muted" }, "Runs a recall with its trace: each arm's rank (– = the arm did not find it), the fused RRF score, and the final score after recency, time and proof boosts."),
+    h("p", { class: "muted" }, "Runs a recall with its trace: each arm's rank (– = the arm did not find it), the fused score, and the final score after recency, time and proof boosts."),
     section(null, form),
     output,
   );
