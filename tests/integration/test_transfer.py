@@ -293,3 +293,38 @@ def test_old_export_archives_are_dropped_by_the_next_export(http: httpx.Client, 
     second = http.post(f"/v1/default/banks/{bank_id}/transfer/export").json()["operation_id"]
     newer = finish_operation(http, bank_id, second)["result_metadata"]["download_url"]
     assert http.get(url).status_code == 404 and http.get(newer).status_code == 200
+
+
+def _without_engram_keys(data: bytes) -> bytes:
+    """The archive as Hindsight 1.1.0 would write it: documents without Engram's own keys."""
+    out = io.BytesIO()
+    with zipfile.ZipFile(io.BytesIO(data)) as src, zipfile.ZipFile(out, "w") as dst:
+        for name in src.namelist():
+            body = src.read(name)
+            if name.startswith("documents/"):
+                doc = json.loads(body)
+                doc.pop("metadata"), doc.pop("engram_retain_params", None)
+                body = json.dumps(doc).encode()
+            dst.writestr(name, body)
+    return out.getvalue()
+
+
+def test_document_metadata_travels_where_hindsight_keeps_it(http: httpx.Client, bank_id: str) -> None:
+    """Hindsight 1.1.0 reads a document's metadata from `retain_params.metadata` only (checked
+    against the real server: an Engram archive imported there kept it only once it was there)."""
+    http.post(f"/v1/default/banks/{bank_id}/memories", json={"items": [
+        {"content": "Carol Diaz teaches piano in Lisbon.", "document_id": "carol", "metadata": {"source": "chat"},
+         "context": "profile"}]}).raise_for_status()
+    stored = http.get(f"/v1/default/banks/{bank_id}/documents/carol").json()
+    data = export_archive(http, bank_id)
+    with zipfile.ZipFile(io.BytesIO(data)) as zf:
+        doc = json.loads(zf.read("documents/000000.json"))
+    assert doc["retain_params"]["metadata"] == {"source": "chat"}
+    assert doc["engram_retain_params"] == stored["retain_params"]
+
+    import_archive(http, bank_id, _without_engram_keys(data), target_bank_id=bank_id + "-hs")
+    copy = http.get(f"/v1/default/banks/{bank_id}-hs/documents/carol").json()
+    assert copy["document_metadata"] == {"source": "chat"}
+    import_archive(http, bank_id, data, target_bank_id=bank_id + "-engram")
+    again = http.get(f"/v1/default/banks/{bank_id}-engram/documents/carol").json()
+    assert again["document_metadata"] == {"source": "chat"} and again["retain_params"] == stored["retain_params"]

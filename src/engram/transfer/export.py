@@ -41,6 +41,15 @@ def _fact(row: Any, position: dict[uuid.UUID, int], causes: list[uuid.UUID]) -> 
     }
 
 
+def _retain_params(doc: Any) -> dict[str, Any]:
+    """Hindsight keeps a document's metadata in `retain_params.metadata` and reads it back only from
+    there, so the archive's `retain_params` carries it; `engram_retain_params` keeps them as stored."""
+    stored = doc["retain_params"]
+    if not doc["metadata"]:
+        return {"retain_params": stored}
+    return {"retain_params": {**(stored or {}), "metadata": doc["metadata"]}, "engram_retain_params": stored}
+
+
 async def _documents(conn: Conn, bank_id: str, only: list[str] | None) -> tuple[list[dict[str, Any]], Position]:
     docs = await reads.documents(conn, bank_id, only)
     wanted = {d["id"] for d in docs}
@@ -64,7 +73,7 @@ async def _documents(conn: Conn, bank_id: str, only: list[str] | None) -> tuple[
         local = {row["id"]: i for i, row in enumerate(rows)}
         positions.update({fid: (doc["id"], i) for fid, i in local.items()})
         out.append({
-            "id": doc["id"], "original_text": doc["original_text"], "retain_params": doc["retain_params"],
+            "id": doc["id"], "original_text": doc["original_text"], **_retain_params(doc),
             "tags": list(doc["tags"]), "created_at": _iso(doc["created_at"]),
             "chunks": chunks.get(doc["id"], []),
             "facts": [_fact(row, local, causes.get(row["id"], [])) for row in rows],

@@ -172,6 +172,13 @@ async def import_archive(
     return _summary(archive, options, plan, models, dropped_config)
 
 
+def _document_metadata(source: dict[str, Any]) -> Any:
+    """An Engram archive's own `metadata` key, else where Hindsight keeps it: `retain_params.metadata`."""
+    if "metadata" in source:
+        return source["metadata"]
+    return (source.get("retain_params") or {}).get("metadata")
+
+
 async def _write_documents(conn: Any, bank_id: str, plan: _Plan, archive: Archive) -> None:
     attachments = rows.attachments_by_document(archive)
     for doc in plan.documents:
@@ -183,7 +190,8 @@ async def _write_documents(conn: Any, bank_id: str, plan: _Plan, archive: Archiv
         await fw.upsert_document(
             conn, bank_id, doc.document_id, original_text=text,
             content_hash=hashlib.sha256((text or "").encode()).hexdigest(), tags=list(doc.source.get("tags") or []),
-            metadata=doc.source.get("metadata"), retain_params=doc.source.get("retain_params"),
+            metadata=_document_metadata(doc.source),
+            retain_params=doc.source.get("engram_retain_params", doc.source.get("retain_params")),
             observation_scopes=doc.source.get("observation_scopes"),
         )
         if created := rows.when(doc.source.get("created_at")):
