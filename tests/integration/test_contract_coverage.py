@@ -1,0 +1,94 @@
+"""Every method+path of the live Hindsight 1.1.0 contract is served by Engram (path-parameter names
+aside), read from the contract file and from the running server's /openapi.json.
+
+Operations not built yet are listed below, each set named after the issue that adds them. When an
+issue lands, empty its set: the test fails on a stale entry (an operation listed as missing that is
+now served), and on any new gap.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import httpx
+
+from tests.conftest import RunningServer
+
+CONTRACT = Path(__file__).resolve().parents[2] / ".." / "shared" / "contract" / "hindsight-1.1.0-live.openapi.json"
+METHODS = ("get", "put", "post", "patch", "delete")
+BANK = "/v1/default/banks/{}"
+
+# Issue 16 (files, attachments, document transfer, bank transfer and clone): another branch adds them.
+ISSUE_16_NOT_YET_SERVED = frozenset({
+    ("GET", BANK + "/document-transfer"),
+    ("POST", BANK + "/document-transfer"),
+    ("POST", BANK + "/document-transfer/export"),
+    ("POST", BANK + "/transfer/export"),
+    ("POST", BANK + "/transfer/import"),
+    ("POST", BANK + "/clone"),
+    ("GET", BANK + "/attachments/{}"),
+    ("GET", "/v1/default/files/download/{}"),
+    ("POST", BANK + "/files/retain"),
+})
+
+# Issue 17 parts not built yet (knowledge base, audit log, LLM traces).
+ISSUE_17_NOT_YET_SERVED = frozenset({
+    ("GET", BANK + "/knowledge-base/tree"),
+    ("POST", BANK + "/knowledge-base/folders"),
+    ("POST", BANK + "/knowledge-base/pages"),
+    ("GET", BANK + "/knowledge-base/export"),
+    ("GET", BANK + "/knowledge-base/search"),
+    ("GET", BANK + "/knowledge-base/pages/{}"),
+    ("PATCH", BANK + "/knowledge-base/nodes/{}"),
+    ("DELETE", BANK + "/knowledge-base/nodes/{}"),
+    ("GET", BANK + "/audit-logs"),
+    ("GET", BANK + "/audit-logs/stats"),
+    ("GET", BANK + "/audit-logs/{}"),
+    ("GET", BANK + "/llm-requests"),
+    ("GET", BANK + "/llm-requests/stats"),
+    ("POST", BANK + "/prompts/preview"),
+    ("POST", BANK + "/health/llm"),
+    ("GET", BANK + "/stats/memories-timeseries"),
+    ("POST", BANK + "/entities/{}/regenerate"),
+    ("POST", BANK + "/mental-models/{}/dry-run-refresh"),
+    ("GET", BANK + "/profile"),
+    ("PUT", BANK + "/profile"),
+    ("POST", BANK + "/background"),
+    ("POST", BANK + "/consolidation/recover"),
+    ("GET", BANK + "/aliases"),
+    ("POST", BANK + "/aliases"),
+    ("PATCH", BANK + "/aliases/{}"),
+    ("DELETE", BANK + "/aliases/{}"),
+    ("POST", BANK + "/webhooks"),
+    ("GET", BANK + "/webhooks"),
+    ("PATCH", BANK + "/webhooks/{}"),
+    ("DELETE", BANK + "/webhooks/{}"),
+    ("GET", BANK + "/webhooks/{}/deliveries"),
+})
+
+EXPECTED_MISSING = ISSUE_16_NOT_YET_SERVED | ISSUE_17_NOT_YET_SERVED
+
+
+def operations(spec: dict) -> set[tuple[str, str]]:
+    """(METHOD, path with every {parameter} written as {}) for each operation of an OpenAPI spec."""
+    return {(method.upper(), re.sub(r"\{[^}]*\}", "{}", path))
+            for path, item in spec["paths"].items() for method in item if method in METHODS}
+
+
+def test_contract_file_is_the_whole_live_api() -> None:
+    contract = json.loads(CONTRACT.read_text())
+    assert contract["info"]["version"] == "1.1.0"
+    assert len(operations(contract)) == 101
+
+
+def test_every_contract_operation_is_served(server: RunningServer) -> None:
+    contract = operations(json.loads(CONTRACT.read_text()))
+    served = operations(httpx.get(server.url + "/openapi.json", timeout=30).json())
+    missing = contract - served
+    new_gaps = sorted(missing - EXPECTED_MISSING)
+    assert not new_gaps, "contract operations Engram does not serve:\n" + "\n".join(f"{m} {p}" for m, p in new_gaps)
+    stale = sorted(EXPECTED_MISSING - missing)
+    assert not stale, "served now, remove from the expected-missing sets:\n" + "\n".join(f"{m} {p}" for m, p in stale)
+    assert contract >= EXPECTED_MISSING, "an expected-missing entry is not in the contract (typo?)"
