@@ -27,7 +27,9 @@ from engram.api import (
     observations,
     operations,
     reflect,
+    retired,
     templates,
+    tooling,
 )
 from engram.api.auth import ApiKeyAuth, parse_api_keys
 from engram.api.errors import UnexpectedErrors, install_error_handlers
@@ -102,6 +104,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     routers = (health, banks, memories, reflect, documents, entities, consolidation, observations, mental_models,
                directives, templates, operations, metrics)
     routers += (memories_edit, documents_edit)  # issue 16: editing
+    routers += (tooling, retired)  # issue 17: tooling, stats and retired operations
     for module in routers:
         app.include_router(module.router)
     app.include_router(mcp_router())  # /mcp and /mcp/{bank_id}/, with its own lifespan

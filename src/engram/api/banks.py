@@ -109,11 +109,6 @@ async def create_or_update_bank(
     return await _profile(svc, bank_id)
 
 
-@router.get("/{bank_id}/profile", response_model=BankProfileResponse, include_in_schema=False)
-async def get_profile(bank_id: str, svc: Services = Depends(services)) -> BankProfileResponse:
-    return await _profile(svc, bank_id)
-
-
 @router.delete("/{bank_id}", response_model=DeleteResponse)
 async def delete_bank(bank_id: str, svc: Services = Depends(services)) -> DeleteResponse:
     if not await store.delete_bank(svc.pool, bank_id):
