@@ -13,6 +13,7 @@ from fastapi import FastAPI
 
 from engram import __version__, ui
 from engram.api import (
+    aliases,
     banks,
     consolidation,
     directives,
@@ -31,6 +32,7 @@ from engram.api import (
     templates,
     tooling,
 )
+from engram.api.alias_resolution import BankAliasResolution
 from engram.api.auth import ApiKeyAuth, parse_api_keys
 from engram.api.errors import UnexpectedErrors, install_error_handlers
 from engram.api.limits import RequestLimits
@@ -100,11 +102,12 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.add_middleware(RequestLimits, max_body_bytes=settings.max_request_bytes,
                        body_read_timeout=settings.body_read_timeout)
     app.add_middleware(ApiKeyAuth, keys=parse_api_keys(settings.api_keys, settings.tenant_api_key))
+    app.add_middleware(BankAliasResolution)  # outside the key check: keys are matched against the real bank
     app.add_middleware(UnexpectedErrors)  # outermost: an error escaping anything inside answers a clean 500
     routers = (health, banks, memories, reflect, documents, entities, consolidation, observations, mental_models,
                directives, templates, operations, metrics)
     routers += (memories_edit, documents_edit)  # issue 16: editing
-    routers += (tooling, retired)  # issue 17: tooling, stats and retired operations
+    routers += (tooling, retired, aliases)  # issue 17
     for module in routers:
         app.include_router(module.router)
     app.include_router(mcp_router())  # /mcp and /mcp/{bank_id}/, with its own lifespan
