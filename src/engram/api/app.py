@@ -31,6 +31,7 @@ from engram.api import (
     retired,
     templates,
     tooling,
+    webhooks,
 )
 from engram.api.alias_resolution import BankAliasResolution
 from engram.api.auth import ApiKeyAuth, parse_api_keys
@@ -107,7 +108,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     routers = (health, banks, memories, reflect, documents, entities, consolidation, observations, mental_models,
                directives, templates, operations, metrics)
     routers += (memories_edit, documents_edit)  # issue 16: editing
-    routers += (tooling, retired, aliases)  # issue 17
+    routers += (tooling, retired, aliases, webhooks)  # issue 17
     for module in routers:
         app.include_router(module.router)
     app.include_router(mcp_router())  # /mcp and /mcp/{bank_id}/, with its own lifespan
