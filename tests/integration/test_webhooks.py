@@ -7,6 +7,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
+import time
 from collections.abc import Iterator
 
 import httpx
@@ -160,3 +161,19 @@ def test_ssrf_guard_refuses_internal_targets(http: httpx.Client, bank_id: str) -
         refused = http.post(f"{BANKS}/{bank_id}/webhooks", json={"url": url})
         assert refused.status_code == 400 and "url" in refused.json()["detail"], url
     assert http.get(f"{BANKS}/{bank_id}/webhooks").json()["total"] == 0
+
+
+def test_a_sync_retain_fires_its_event_after_answering(allowing: RunningServer, receiver: WebhookReceiver,
+                                                       bank_id: str) -> None:
+    receiver.delay = 3  # a slow receiver never holds up the request that caused the event
+    with allowing.client() as http:
+        http.put(f"{BANKS}/{bank_id}", json={}).raise_for_status()
+        http.post(f"{BANKS}/{bank_id}/webhooks", json={"url": receiver.url, "event_types": ["retain.completed"]})
+        started = time.monotonic()
+        http.post(f"{BANKS}/{bank_id}/memories", json={"items": [{"content": "Pia bakes rye bread.",
+                                                                  "document_id": "bread"}]}).raise_for_status()
+        assert time.monotonic() - started < receiver.delay
+        (request,) = receiver.wait_for(1)
+        event = json.loads(request.body)
+        assert (event["operation_id"], event["data"]["document_id"]) == (None, "bread")
+        assert event["data"]["memory_unit_count"] >= 1

@@ -63,3 +63,9 @@ async def record_operation_event(conn: Conn, operation: Any, status: str, result
         return 0
     data = event_data(operation["operation_type"], operation["payload"] or {}, result, error)
     return await record_event(conn, operation["bank_id"], event_type, operation["id"], status, data)
+
+
+async def record_sync_retain(conn: Conn, bank_id: str, payload: dict[str, Any], facts: int) -> int:
+    """A synchronous retain has no operation; its event carries `operation_id: null`."""
+    return await record_event(conn, bank_id, RETAIN, None, "completed",
+                              event_data("retain", payload, {"facts": facts}, None))
