@@ -120,6 +120,9 @@ class Settings:
     webhook_allow_private_targets: bool = False  # let webhooks call loopback/private addresses (SSRF guard off)
     webhook_retry_base_seconds: float = 5.0  # first retry after this, then doubling
     webhook_max_attempts: int = 6
+    audit_log_enabled: bool = False  # record mutating requests in the audit log
+    audit_log_reads: bool = False  # and reads too
+    audit_log_retention_days: int = -1  # -1 keeps entries forever
     bank_defaults: dict[str, Any] = field(default_factory=env_bank_defaults)
 
     @classmethod
@@ -168,6 +171,9 @@ class Settings:
             webhook_allow_private_targets=get("webhook_allow_private_targets", False),
             webhook_retry_base_seconds=get("webhook_retry_base_seconds", 5.0),
             webhook_max_attempts=get("webhook_max_attempts", 6),
+            audit_log_enabled=get("audit_log_enabled", False),
+            audit_log_reads=get("audit_log_reads", False),
+            audit_log_retention_days=get("audit_log_retention_days", -1),
             bank_defaults=env_bank_defaults(environ),
         )
 

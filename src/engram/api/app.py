@@ -14,6 +14,7 @@ from fastapi import FastAPI
 from engram import __version__, ui
 from engram.api import (
     aliases,
+    audit_logs,
     banks,
     consolidation,
     directives,
@@ -38,6 +39,7 @@ from engram.api.auth import ApiKeyAuth, parse_api_keys
 from engram.api.errors import UnexpectedErrors, install_error_handlers
 from engram.api.limits import RequestLimits
 from engram.api.metrics import RequestTiming
+from engram.audit.middleware import AuditLog
 from engram.mcp.http import mcp_router
 from engram.services import Services
 from engram.settings import Settings
@@ -103,12 +105,14 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.add_middleware(RequestLimits, max_body_bytes=settings.max_request_bytes,
                        body_read_timeout=settings.body_read_timeout)
     app.add_middleware(ApiKeyAuth, keys=parse_api_keys(settings.api_keys, settings.tenant_api_key))
+    app.add_middleware(AuditLog, enabled=settings.audit_log_enabled, reads=settings.audit_log_reads,
+                       retention_days=settings.audit_log_retention_days)  # sees refusals and the real bank
     app.add_middleware(BankAliasResolution)  # outside the key check: keys are matched against the real bank
     app.add_middleware(UnexpectedErrors)  # outermost: an error escaping anything inside answers a clean 500
     routers = (health, banks, memories, reflect, documents, entities, consolidation, observations, mental_models,
                directives, templates, operations, metrics)
     routers += (memories_edit, documents_edit)  # issue 16: editing
-    routers += (tooling, retired, aliases, webhooks)  # issue 17
+    routers += (tooling, retired, aliases, webhooks, audit_logs)  # issue 17
     for module in routers:
         app.include_router(module.router)
     app.include_router(mcp_router())  # /mcp and /mcp/{bank_id}/, with its own lifespan

@@ -66,7 +66,7 @@ async def version(svc: Services = Depends(services)) -> dict[str, object]:
             "file_upload_api": False,
             "document_export_api": False,
             "document_import_api": False,
-            "audit_log": False,
+            "audit_log": svc.settings.audit_log_enabled,
             "llm_trace": False,
             "store_document_text": True,
         },

@@ -53,7 +53,7 @@ async def bank_llm_health(bank_id: str, svc: Services = Depends(services)) -> di
     return await probe(svc.llm, bank_id)
 
 
-def _bucket_start(now: datetime, trunc: str) -> datetime:
+def bucket_start(now: datetime, trunc: str) -> datetime:
     if trunc == "minute":
         return now.replace(second=0, microsecond=0)
     if trunc == "hour":
@@ -70,7 +70,7 @@ async def memories_timeseries(bank_id: str, period: str = "7d", time_field: str 
     period = period if period in PERIODS else "7d"
     time_field = time_field if time_field in TIME_COLUMNS else "created_at"
     trunc, step, count = PERIODS[period]
-    end = _bucket_start(datetime.now(UTC), trunc)
+    end = bucket_start(datetime.now(UTC), trunc)
     first = end - step * (count - 1)
     buckets = {first + step * i: {"time": (first + step * i).isoformat(), "world": 0, "experience": 0,
                                   "observation": 0} for i in range(count)}
