@@ -123,6 +123,9 @@ class Settings:
     audit_log_enabled: bool = False  # record mutating requests in the audit log
     audit_log_reads: bool = False  # and reads too
     audit_log_retention_days: int = -1  # -1 keeps entries forever
+    llm_trace_enabled: bool = False  # store every LLM call (GET …/llm-requests)
+    llm_trace_max_chars: int = 50_000  # per stored request / response
+    llm_trace_retention_days: int = 1  # -1 keeps traces forever
     bank_defaults: dict[str, Any] = field(default_factory=env_bank_defaults)
 
     @classmethod
@@ -174,6 +177,9 @@ class Settings:
             audit_log_enabled=get("audit_log_enabled", False),
             audit_log_reads=get("audit_log_reads", False),
             audit_log_retention_days=get("audit_log_retention_days", -1),
+            llm_trace_enabled=get("llm_trace_enabled", False),
+            llm_trace_max_chars=get("llm_trace_max_chars", 50_000),
+            llm_trace_retention_days=get("llm_trace_retention_days", 1),
             bank_defaults=env_bank_defaults(environ),
         )
 

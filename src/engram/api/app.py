@@ -22,6 +22,7 @@ from engram.api import (
     documents_edit,
     entities,
     health,
+    llm_requests,
     memories,
     memories_edit,
     mental_models,
@@ -40,6 +41,7 @@ from engram.api.errors import UnexpectedErrors, install_error_handlers
 from engram.api.limits import RequestLimits
 from engram.api.metrics import RequestTiming
 from engram.audit.middleware import AuditLog
+from engram.llm.trace_context import TraceContext
 from engram.mcp.http import mcp_router
 from engram.services import Services
 from engram.settings import Settings
@@ -68,7 +70,14 @@ async def open_services(settings: Settings) -> Services:
     except Exception:  # a misconfigured provider must not leave the embedded PostgreSQL running
         await store.close()
         raise
-    return Services(settings=settings, store=store, llm=MeteredProvider(llm) if llm is not None else None)
+    if llm is not None:
+        llm = MeteredProvider(llm)
+        if settings.llm_trace_enabled:
+            from engram.llm.tracing import TracingProvider
+
+            llm = TracingProvider(llm, store, max_chars=settings.llm_trace_max_chars,
+                                  retention_days=settings.llm_trace_retention_days)
+    return Services(settings=settings, store=store, llm=llm)
 
 
 async def close_services(svc: Services) -> None:
@@ -101,6 +110,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     app = FastAPI(title="Engram", version=__version__, lifespan=lifespan)
     install_error_handlers(app)
+    app.add_middleware(TraceContext)  # innermost: which bank and operation an LLM call serves
     app.add_middleware(RequestTiming)
     app.add_middleware(RequestLimits, max_body_bytes=settings.max_request_bytes,
                        body_read_timeout=settings.body_read_timeout)
@@ -112,7 +122,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     routers = (health, banks, memories, reflect, documents, entities, consolidation, observations, mental_models,
                directives, templates, operations, metrics)
     routers += (memories_edit, documents_edit)  # issue 16: editing
-    routers += (tooling, retired, aliases, webhooks, audit_logs)  # issue 17
+    routers += (tooling, retired, aliases, webhooks, audit_logs, llm_requests)  # issue 17
     for module in routers:
         app.include_router(module.router)
     app.include_router(mcp_router())  # /mcp and /mcp/{bank_id}/, with its own lifespan

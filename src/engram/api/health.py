@@ -67,7 +67,7 @@ async def version(svc: Services = Depends(services)) -> dict[str, object]:
             "document_export_api": False,
             "document_import_api": False,
             "audit_log": svc.settings.audit_log_enabled,
-            "llm_trace": False,
+            "llm_trace": svc.settings.llm_trace_enabled,
             "store_document_text": True,
         },
     }

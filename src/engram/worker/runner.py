@@ -12,6 +12,7 @@ import uuid
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
+from engram.llm import trace_context
 from engram.store import operations as ops
 from engram.store.pool import is_unavailable
 from engram.worker.handlers import HANDLERS
@@ -100,6 +101,7 @@ class Worker:
             await ops.fail(pool, op_id, f"unknown operation type {operation['operation_type']!r}")
             return
         keeper = asyncio.create_task(self._keep_lease(op_id, lease))
+        trace = trace_context.use(operation["bank_id"], operation["operation_type"], op_id)
         try:
             result = await handler(self.services, operation, progress)
         except asyncio.CancelledError:
@@ -113,6 +115,7 @@ class Worker:
             return
         finally:
             keeper.cancel()
+            trace_context.CURRENT.reset(trace)
         await self._finish(operation, result, None)
 
     async def _finish(self, operation: asyncpg.Record, result: dict[str, Any] | None, reason: str | None) -> None:
