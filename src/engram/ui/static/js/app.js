@@ -13,6 +13,7 @@ import { renderOperations } from "./pages/operations.js";
 import { renderOverview } from "./pages/overview.js";
 import { renderRecall } from "./pages/recall.js";
 import { renderReflect } from "./pages/reflect.js";
+import { renderWebhooks } from "./pages/webhooks.js";
 
 const BANK_PAGES = [
   ["", "Overview", renderOverview],
@@ -23,6 +24,7 @@ const BANK_PAGES = [
   ["reflect", "Reflect", renderReflect],
   ["config", "Config", renderConfig],
   ["operations", "Operations", renderOperations],
+  ["webhooks", "Webhooks", renderWebhooks],
 ];
 const DETAIL_PAGES = { memories: renderMemory, entities: renderEntity };
 
