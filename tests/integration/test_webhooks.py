@@ -157,7 +157,8 @@ def test_ssrf_guard_refuses_internal_targets(http: httpx.Client, bank_id: str) -
         refused = http.post(f"{BANKS}/{bank_id}/webhooks", json={"url": url})
         assert refused.status_code == 400, url
         assert "url" in refused.json()["detail"] and "ENGRAM_WEBHOOK_ALLOW_PRIVATE_TARGETS" in refused.json()["detail"]
-    for url in ("ftp://example.com/", "file:///etc/passwd", "http:///nohost"):
+    for url in ("ftp://example.com/", "file:///etc/passwd", "http:///nohost", "http://[::1/", "http://a..b/",
+                "http://example.com:99999/"):
         refused = http.post(f"{BANKS}/{bank_id}/webhooks", json={"url": url})
         assert refused.status_code == 400 and "url" in refused.json()["detail"], url
     assert http.get(f"{BANKS}/{bank_id}/webhooks").json()["total"] == 0

@@ -24,7 +24,10 @@ class TargetRefused(InvalidInput):
 def _check_syntax(url: str) -> tuple[str, int]:
     if len(url) > MAX_URL_CHARS:
         raise TargetRefused(f"at most {MAX_URL_CHARS} characters")
-    parts = urlsplit(url)
+    try:
+        parts = urlsplit(url)
+    except ValueError as exc:
+        raise TargetRefused(f"is not a valid URL ({exc}): {url!r}") from None
     if parts.scheme not in ("http", "https"):
         raise TargetRefused(f"must be an http:// or https:// URL, not {url!r}")
     if not parts.hostname:
@@ -50,7 +53,7 @@ async def check_target(url: str, *, allow_private: bool) -> None:
         return
     try:
         infos = await asyncio.get_running_loop().getaddrinfo(host, port, type=socket.SOCK_STREAM)
-    except OSError as exc:
+    except (OSError, UnicodeError, ValueError) as exc:  # an unresolvable or malformed (IDNA) host name
         raise TargetRefused(f"host {host!r} cannot be resolved ({exc})") from None
     blocked = sorted({info[4][0] for info in infos if _blocked(info[4][0])})
     if blocked:
