@@ -14,6 +14,8 @@ import { renderOverview } from "./pages/overview.js";
 import { renderRecall } from "./pages/recall.js";
 import { renderReflect } from "./pages/reflect.js";
 import { renderWebhooks } from "./pages/webhooks.js";
+import { renderAudit } from "./pages/audit.js";
+import { renderTraces } from "./pages/traces.js";
 
 const BANK_PAGES = [
   ["", "Overview", renderOverview],
@@ -25,6 +27,8 @@ const BANK_PAGES = [
   ["config", "Config", renderConfig],
   ["operations", "Operations", renderOperations],
   ["webhooks", "Webhooks", renderWebhooks],
+  ["audit", "Audit log", renderAudit],
+  ["traces", "LLM traces", renderTraces],
 ];
 const DETAIL_PAGES = { memories: renderMemory, entities: renderEntity };
 
