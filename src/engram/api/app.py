@@ -22,6 +22,7 @@ from engram.api import (
     documents_edit,
     entities,
     health,
+    knowledge_base,
     llm_requests,
     memories,
     memories_edit,
@@ -122,7 +123,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     routers = (health, banks, memories, reflect, documents, entities, consolidation, observations, mental_models,
                directives, templates, operations, metrics)
     routers += (memories_edit, documents_edit)  # issue 16: editing
-    routers += (tooling, retired, aliases, webhooks, audit_logs, llm_requests)  # issue 17
+    routers += (tooling, retired, aliases, webhooks, audit_logs, llm_requests, knowledge_base)  # issue 17
     for module in routers:
         app.include_router(module.router)
     app.include_router(mcp_router())  # /mcp and /mcp/{bank_id}/, with its own lifespan

@@ -40,3 +40,16 @@ CREATE TABLE llm_requests (
 );
 CREATE INDEX llm_requests_bank ON llm_requests (bank_id, started_at DESC, id DESC);
 CREATE INDEX llm_requests_started ON llm_requests (started_at);
+
+-- The knowledge base: a tree of folders and pages; a page is a mental model placed in the tree.
+CREATE TABLE kb_nodes (
+    id              text PRIMARY KEY,
+    bank_id         text NOT NULL REFERENCES banks ON DELETE CASCADE,
+    kind            text NOT NULL CHECK (kind IN ('folder', 'page')),
+    name            text NOT NULL,
+    parent_id       text REFERENCES kb_nodes ON DELETE CASCADE,
+    mental_model_id text,
+    created_at      timestamptz NOT NULL DEFAULT now(),
+    updated_at      timestamptz NOT NULL DEFAULT now()
+);
+CREATE INDEX kb_nodes_bank ON kb_nodes (bank_id, parent_id);
