@@ -16,6 +16,7 @@ import { renderReflect } from "./pages/reflect.js";
 import { renderWebhooks } from "./pages/webhooks.js";
 import { renderAudit } from "./pages/audit.js";
 import { renderTraces } from "./pages/traces.js";
+import { renderKnowledge } from "./pages/knowledge.js";
 
 const BANK_PAGES = [
   ["", "Overview", renderOverview],
@@ -24,6 +25,7 @@ const BANK_PAGES = [
   ["entities", "Entities", renderEntities],
   ["recall", "Recall", renderRecall],
   ["reflect", "Reflect", renderReflect],
+  ["knowledge", "Knowledge base", renderKnowledge],
   ["config", "Config", renderConfig],
   ["operations", "Operations", renderOperations],
   ["webhooks", "Webhooks", renderWebhooks],
