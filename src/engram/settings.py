@@ -118,6 +118,15 @@ class Settings:
     max_request_bytes: int = 10 * 1024 * 1024
     body_read_timeout: float = 30.0  # seconds for a request's whole body to arrive (408 after)
     mcp_token: str | None = None  # MCP endpoints want `Authorization: Bearer <token>` when set
+    webhook_allow_private_targets: bool = False  # let webhooks call loopback/private addresses (SSRF guard off)
+    webhook_retry_base_seconds: float = 5.0  # first retry after this, then doubling
+    webhook_max_attempts: int = 6
+    audit_log_enabled: bool = False  # record mutating requests in the audit log
+    audit_log_reads: bool = False  # and reads too
+    audit_log_retention_days: int = -1  # -1 keeps entries forever
+    llm_trace_enabled: bool = False  # store every LLM call (GET …/llm-requests)
+    llm_trace_max_chars: int = 50_000  # per stored request / response
+    llm_trace_retention_days: int = 1  # -1 keeps traces forever
     bank_defaults: dict[str, Any] = field(default_factory=env_bank_defaults)
 
     @classmethod
@@ -164,6 +173,15 @@ class Settings:
             max_request_bytes=get("max_request_bytes", 10 * 1024 * 1024),
             body_read_timeout=get("body_read_timeout", 30.0),
             mcp_token=get("mcp_token", None) or get("mcp_auth_token", None),
+            webhook_allow_private_targets=get("webhook_allow_private_targets", False),
+            webhook_retry_base_seconds=get("webhook_retry_base_seconds", 5.0),
+            webhook_max_attempts=get("webhook_max_attempts", 6),
+            audit_log_enabled=get("audit_log_enabled", False),
+            audit_log_reads=get("audit_log_reads", False),
+            audit_log_retention_days=get("audit_log_retention_days", -1),
+            llm_trace_enabled=get("llm_trace_enabled", False),
+            llm_trace_max_chars=get("llm_trace_max_chars", 50_000),
+            llm_trace_retention_days=get("llm_trace_retention_days", 1),
             bank_defaults=env_bank_defaults(environ),
         )
 

@@ -71,7 +71,7 @@ def test_a_wrong_key_or_another_scheme_is_refused(secured: RunningServer) -> Non
     # Nothing was written by the refused requests.
     refused = retain(secured, "wrong", f"team-{RUN}-refused", "This must not be stored.")
     assert refused.status_code == 401
-    assert call(secured, "GET", f"/v1/default/banks/team-{RUN}-refused/profile", ADMIN).status_code == 404
+    assert call(secured, "GET", f"/v1/default/banks/team-{RUN}-refused/config", ADMIN).status_code == 404
 
 
 def test_the_scheme_is_case_insensitive(secured: RunningServer) -> None:

@@ -38,7 +38,7 @@ def test_a_body_over_the_limit_is_413_naming_the_limit(http: httpx.Client, bank_
     response = http.post(memories(bank_id), content=content, headers={"content-type": "application/json"})
     body = refused(response, 413, "body", str(MAX_REQUEST_BYTES), "ENGRAM_MAX_REQUEST_BYTES")
     assert body["error"] == "PayloadTooLarge"
-    assert http.get(f"/v1/default/banks/{bank_id}/profile").status_code == 404, "nothing was created"
+    assert http.get(f"/v1/default/banks/{bank_id}/config").status_code == 404, "nothing was created"
 
 
 def test_a_chunked_body_over_the_limit_is_413_too(http: httpx.Client, bank_id: str) -> None:
@@ -103,7 +103,7 @@ def test_a_recall_query_over_512_tokens_is_400_naming_query(http: httpx.Client, 
 def test_nul_characters_are_400_naming_the_field(http: httpx.Client, bank_id: str, item: dict, field: str) -> None:
     body = refused(http.post(memories(bank_id), json={"items": [item]}), 400, field, "NUL")
     assert body["error"] == "InvalidInput"
-    assert http.get(f"/v1/default/banks/{bank_id}/profile").status_code == 404, "nothing was stored"
+    assert http.get(f"/v1/default/banks/{bank_id}/config").status_code == 404, "nothing was stored"
 
 
 def test_nul_in_other_places_is_400_too(http: httpx.Client, bank_id: str) -> None:
@@ -231,14 +231,14 @@ def test_strange_bank_ids_are_stored_verbatim_and_stay_separate(http: httpx.Clie
     response = http.post(memories(bank), json={"items": [{"content": "The lantern is blue."}]})
     assert response.status_code == 200, response.text
     assert response.json()["bank_id"] == bank
-    profile = http.get(f"/v1/default/banks/{quote(bank, safe='')}/profile").json()
+    profile = http.get(f"/v1/default/banks/{quote(bank, safe='')}/config").json()
     assert profile["bank_id"] == bank
     listed = http.get("/v1/default/banks", params={"q": strange, "limit": 1000}).json()["banks"]
     assert bank in [b["bank_id"] for b in listed]
     recall = http.post(f"{memories(bank)}/recall", json={"query": "What colour is the lantern?"}).json()
     assert [r["text"] for r in recall["results"]] == ["The lantern is blue."]
     assert http.delete(f"/v1/default/banks/{quote(bank, safe='')}").status_code == 200
-    assert http.get(f"/v1/default/banks/{quote(bank, safe='')}/profile").status_code == 404
+    assert http.get(f"/v1/default/banks/{quote(bank, safe='')}/config").status_code == 404
 
 
 def test_a_bank_id_cannot_hold_a_slash(http: httpx.Client) -> None:

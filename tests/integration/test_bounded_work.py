@@ -94,7 +94,7 @@ def test_an_item_with_5000_entities_is_413_without_stalling(server: RunningServe
     assert f"at most {MAX_ENTITIES_PER_ITEM} entities per item (got 5000)" in body["detail"]
     assert slowest < HEALTH_WITHIN, slowest
     with server.client() as http:
-        assert http.get(f"/v1/default/banks/{bank_id}/profile").status_code == 404, "nothing was stored"
+        assert http.get(f"/v1/default/banks/{bank_id}/config").status_code == 404, "nothing was stored"
 
 
 def test_tags_per_item_are_bounded(http: httpx.Client, bank_id: str) -> None:

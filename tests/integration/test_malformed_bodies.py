@@ -32,7 +32,7 @@ def refused(response: httpx.Response, status: int, field: str, *words: str) -> d
 
 
 def nothing_stored(http: httpx.Client, bank: str) -> None:
-    assert http.get(f"/v1/default/banks/{bank}/profile").status_code == 404, "the bank was created"
+    assert http.get(f"/v1/default/banks/{bank}/config").status_code == 404, "the bank was created"
 
 
 # --- item 6: six families of malformed bodies -----------------------------------------------------

@@ -13,7 +13,9 @@ from fastapi import FastAPI
 
 from engram import __version__, ui
 from engram.api import (
+    aliases,
     attachments,
+    audit_logs,
     banks,
     consolidation,
     directives,
@@ -22,6 +24,8 @@ from engram.api import (
     entities,
     files,
     health,
+    knowledge_base,
+    llm_requests,
     memories,
     memories_edit,
     mental_models,
@@ -29,13 +33,19 @@ from engram.api import (
     observations,
     operations,
     reflect,
+    retired,
     templates,
+    tooling,
     transfer,
+    webhooks,
 )
+from engram.api.alias_resolution import BankAliasResolution
 from engram.api.auth import ApiKeyAuth, parse_api_keys
 from engram.api.errors import UnexpectedErrors, install_error_handlers
 from engram.api.limits import RequestLimits
 from engram.api.metrics import RequestTiming
+from engram.audit.middleware import AuditLog
+from engram.llm.trace_context import TraceContext
 from engram.mcp.http import mcp_router
 from engram.services import Services
 from engram.settings import Settings
@@ -64,7 +74,14 @@ async def open_services(settings: Settings) -> Services:
     except Exception:  # a misconfigured provider must not leave the embedded PostgreSQL running
         await store.close()
         raise
-    return Services(settings=settings, store=store, llm=MeteredProvider(llm) if llm is not None else None)
+    if llm is not None:
+        llm = MeteredProvider(llm)
+        if settings.llm_trace_enabled:
+            from engram.llm.tracing import TracingProvider
+
+            llm = TracingProvider(llm, store, max_chars=settings.llm_trace_max_chars,
+                                  retention_days=settings.llm_trace_retention_days)
+    return Services(settings=settings, store=store, llm=llm)
 
 
 async def close_services(svc: Services) -> None:
@@ -97,14 +114,19 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     app = FastAPI(title="Engram", version=__version__, lifespan=lifespan)
     install_error_handlers(app)
+    app.add_middleware(TraceContext)  # innermost: which bank and operation an LLM call serves
     app.add_middleware(RequestTiming)
     app.add_middleware(RequestLimits, max_body_bytes=settings.max_request_bytes,
                        body_read_timeout=settings.body_read_timeout)
     app.add_middleware(ApiKeyAuth, keys=parse_api_keys(settings.api_keys, settings.tenant_api_key))
+    app.add_middleware(AuditLog, enabled=settings.audit_log_enabled, reads=settings.audit_log_reads,
+                       retention_days=settings.audit_log_retention_days)  # sees refusals and the real bank
+    app.add_middleware(BankAliasResolution)  # outside the key check: keys are matched against the real bank
     app.add_middleware(UnexpectedErrors)  # outermost: an error escaping anything inside answers a clean 500
     routers = (health, banks, memories, reflect, documents, entities, consolidation, observations, mental_models,
                directives, templates, operations, metrics)
     routers += (memories_edit, documents_edit, transfer, attachments, files)  # issue 16: edit, move, files
+    routers += (tooling, retired, aliases, webhooks, audit_logs, llm_requests, knowledge_base)  # issue 17
     for module in routers:
         app.include_router(module.router)
     app.include_router(mcp_router())  # /mcp and /mcp/{bank_id}/, with its own lifespan

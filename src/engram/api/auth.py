@@ -11,6 +11,7 @@ This is a pure ASGI middleware so it guards every route, including apps mounted 
 
 from __future__ import annotations
 
+import hashlib
 import hmac
 import json
 import re
@@ -37,6 +38,7 @@ FILES_PREFIX = "/v1/default/files/download/"  # each stored file belongs to a ba
 LIMITED_KEY_PATHS = ("/version", "/openapi.json", "/docs", "/redoc", "/ui", "/v1/bank-template-schema",
                      "/v1/bank-config-schema")
 STATE_KEY = "engram.bank_access"
+KEY_ID_STATE_KEY = "engram.api_key_id"
 
 
 def bank_pattern_regex(pattern: str) -> str:
@@ -74,6 +76,11 @@ class BankAccess:
 class ApiKey:
     secret: str = field(repr=False)
     access: BankAccess | None = None  # None: every bank
+
+    @property
+    def key_id(self) -> str:
+        """A stable name for the key that does not reveal it (the audit log records this, never the key)."""
+        return "key-" + hashlib.sha256(self.secret.encode()).hexdigest()[:12]
 
 
 def parse_api_keys(spec: str | None, tenant_key: str | None = None) -> list[ApiKey]:
@@ -175,6 +182,7 @@ class ApiKeyAuth:
             detail = "invalid API key" if token else "missing API key: send 'Authorization: Bearer <key>'"
             await _deny(scope, send, 401, "Unauthorized", detail)
             return
+        scope.setdefault("state", {})[KEY_ID_STATE_KEY] = key.key_id
         if key.access is not None:
             refusal = _refusal(key.access, scope)
             if refusal:

@@ -12,6 +12,7 @@ from engram.bank_config import invalid_overrides, resolve_config, validate_updat
 from engram.errors import BankNotFound
 from engram.recall.rows import iso
 from engram.services import Services
+from engram.store import aliases as alias_store
 from engram.store import banks as store
 from engram.types import (
     BankConfigResponse,
@@ -74,6 +75,7 @@ async def list_banks(
     access = bank_access(request)  # a bank-limited API key lists only its banks
     only = access.regexes if access is not None else None
     rows, total = await store.list_banks(svc.pool, q=q, limit=limit, offset=offset, only=only)
+    shown_as = await alias_store.display_aliases(svc.pool, [row["bank_id"] for row in rows])
     items = []
     for row in rows:
         config = resolve_config(svc.settings.bank_defaults, row["config"], row["bank_id"])
@@ -88,6 +90,7 @@ async def list_banks(
                 fact_count=row["fact_count"],
                 last_document_at=iso(row["last_document_at"]),
                 last_write_at=iso(row["last_write_at"]),
+                display_alias=shown_as.get(row["bank_id"]),
             )
         )
     return BankListResponse(banks=items, total=total, limit=limit, offset=offset)
@@ -106,11 +109,6 @@ async def create_or_update_bank(
         background=body.background,
         config_updates=_config_updates(body),
     )
-    return await _profile(svc, bank_id)
-
-
-@router.get("/{bank_id}/profile", response_model=BankProfileResponse, include_in_schema=False)
-async def get_profile(bank_id: str, svc: Services = Depends(services)) -> BankProfileResponse:
     return await _profile(svc, bank_id)
 
 

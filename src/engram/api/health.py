@@ -17,6 +17,7 @@ from engram.services import Services
 
 router = APIRouter(tags=["Monitoring"])
 STARTED = time.monotonic()
+HINDSIGHT_API_VERSION = "1.1.0"  # the Hindsight HTTP API this server implements
 PROBE_TIMEOUT = 5.0  # a database that hangs is as unhealthy as one that is down
 
 
@@ -54,18 +55,19 @@ async def ready(svc: Services = Depends(services)) -> JSONResponse:
 @router.get("/version")
 async def version(svc: Services = Depends(services)) -> dict[str, object]:
     return {
-        "api_version": __version__,
+        "api_version": HINDSIGHT_API_VERSION,
+        "engram_version": __version__,
         "features": {
             "observations": svc.llm is not None,
             "mcp": True,
             "worker": svc.settings.worker_enabled,
             "bank_config_api": True,
-            "bank_llm_health": False,
+            "bank_llm_health": True,
             "file_upload_api": False,
             "document_export_api": False,
             "document_import_api": False,
-            "audit_log": False,
-            "llm_trace": False,
+            "audit_log": svc.settings.audit_log_enabled,
+            "llm_trace": svc.settings.llm_trace_enabled,
             "store_document_text": True,
         },
     }

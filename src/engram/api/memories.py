@@ -27,6 +27,7 @@ from engram.types import (
     RetainResponse,
     TokenUsage,
 )
+from engram.webhooks.events import record_sync_retain
 
 router = APIRouter(prefix="/v1/default/banks/{bank_id}", tags=["Memory"])
 MAX_QUERY_TOKENS = 512  # the embedding model reads at most 512 tokens; a longer query is a mistake
@@ -55,6 +56,8 @@ async def retain(bank_id: str, body: RetainRequest, request: Request, svc: Servi
             operation_id=str(op_id), operation_ids=[str(op_id)],
         )
     outcome = await retain_items(svc, bank_id, prepared)
+    await record_sync_retain(svc.pool, bank_id, {"items": [{"document_id": p.document_id} for p in prepared],
+                                                 "document_tags": body.document_tags}, len(outcome.unit_ids))
     usage = TokenUsage(
         input_tokens=outcome.usage.input_tokens,
         output_tokens=outcome.usage.output_tokens,

@@ -17,6 +17,7 @@ from engram import __version__
 from engram.errors import EngramError, InvalidInput
 from engram.mcp import BANK_SCOPE_KEY
 from engram.mcp.tools import TOOLS, ToolSpec
+from engram.store import aliases as alias_store
 
 if TYPE_CHECKING:
     from mcp.server.context import ServerRequestContext
@@ -149,6 +150,7 @@ class EngramTools:
                 raise InvalidInput("bank_id", "required: the memory bank to use")
         args = spec.args.model_validate(arguments)
         if bank_id is not None:
+            bank_id = await alias_store.resolve(svc.pool, bank_id) or bank_id  # an alias reaches its bank
             enabled = enabled_tools(await svc.bank_config(bank_id))
             if enabled is not None and spec.name not in enabled:
                 raise InvalidInput("name", f"tool '{spec.name}' is not enabled for bank '{bank_id}' "

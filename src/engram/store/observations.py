@@ -245,3 +245,14 @@ async def history(conn: Conn, observation_id: uuid.UUID) -> list[asyncpg.Record]
         " WHERE observation_id = $1 ORDER BY changed_at DESC, id DESC",
         observation_id,
     )
+
+
+async def reset_failed_consolidation(conn: Conn, bank_id: str) -> int:
+    """Facts consolidation gave up on wait for it again; returns how many."""
+    result = await conn.execute(
+        "UPDATE memory_units SET consolidation_failed_at = NULL, consolidation_error = NULL"
+        " WHERE bank_id = $1 AND consolidation_failed_at IS NOT NULL AND consolidated_at IS NULL"
+        " AND fact_type <> 'observation'",
+        bank_id,
+    )
+    return int(result.split()[-1])

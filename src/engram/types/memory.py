@@ -122,6 +122,7 @@ class BankListItem(Model):
     fact_count: int = 0
     last_document_at: str | None = None
     last_write_at: str | None = None
+    display_alias: str | None = None  # the primary alias, when one is set
 
 
 class BankListResponse(Model):

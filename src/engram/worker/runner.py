@@ -12,6 +12,7 @@ import uuid
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
+from engram.llm import trace_context
 from engram.store import operations as ops
 from engram.store.pool import is_unavailable
 from engram.worker.handlers import HANDLERS
@@ -40,9 +41,11 @@ class Worker:
 
     async def start(self) -> None:
         from engram.reflect.mental_models import cron_loop
+        from engram.webhooks.sender import delivery_loop
 
         self._tasks = [asyncio.create_task(self._loop(n)) for n in range(self.concurrency)]
         self._tasks.append(asyncio.create_task(cron_loop(self.services)))
+        self._tasks.append(asyncio.create_task(delivery_loop(self.services)))
 
     async def stop(self) -> None:
         self._stopping = True
@@ -98,6 +101,7 @@ class Worker:
             await ops.fail(pool, op_id, f"unknown operation type {operation['operation_type']!r}")
             return
         keeper = asyncio.create_task(self._keep_lease(op_id, lease))
+        trace = trace_context.use(operation["bank_id"], operation["operation_type"], op_id)
         try:
             result = await handler(self.services, operation, progress)
         except asyncio.CancelledError:
@@ -107,11 +111,28 @@ class Worker:
             if is_unavailable(exc):
                 reason = f"the database was unavailable ({reason}); retry the operation"
             log.warning("operation %s (%s) failed: %s", op_id, operation["operation_type"], reason)
-            await ops.fail(pool, op_id, reason)
+            await self._finish(operation, None, reason)
             return
         finally:
             keeper.cancel()
-        await ops.complete(pool, op_id, result)
+            trace_context.CURRENT.reset(trace)
+        await self._finish(operation, result, None)
+
+    async def _finish(self, operation: asyncpg.Record, result: dict[str, Any] | None, reason: str | None) -> None:
+        """Record the outcome and, in the same transaction, the webhook deliveries it fires: an event is
+        queued exactly when the operation is recorded finished. A webhook problem never fails the operation."""
+        from engram.webhooks.events import record_operation_event
+
+        async with self.services.pool.acquire() as conn, conn.transaction():
+            if reason is None:
+                await ops.complete(conn, operation["id"], result or {})
+            else:
+                await ops.fail(conn, operation["id"], reason)
+            try:
+                async with conn.transaction():
+                    await record_operation_event(conn, operation, "failed" if reason else "completed", result, reason)
+            except Exception:
+                log.exception("operation %s: queueing its webhook event failed", operation["id"])
 
     async def _keep_lease(self, op_id: uuid.UUID, lease: float) -> None:
         """Extend the lease while the handler runs: a live worker keeps its operation through a long LLM

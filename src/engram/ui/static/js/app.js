@@ -14,6 +14,10 @@ import { renderOperations } from "./pages/operations.js";
 import { renderOverview } from "./pages/overview.js";
 import { renderRecall } from "./pages/recall.js";
 import { renderReflect } from "./pages/reflect.js";
+import { renderWebhooks } from "./pages/webhooks.js";
+import { renderAudit } from "./pages/audit.js";
+import { renderTraces } from "./pages/traces.js";
+import { renderKnowledge } from "./pages/knowledge.js";
 
 const BANK_PAGES = [
   ["", "Overview", renderOverview],
@@ -23,8 +27,12 @@ const BANK_PAGES = [
   ["entities", "Entities", renderEntities],
   ["recall", "Recall", renderRecall],
   ["reflect", "Reflect", renderReflect],
+  ["knowledge", "Knowledge base", renderKnowledge],
   ["config", "Config", renderConfig],
   ["operations", "Operations", renderOperations],
+  ["webhooks", "Webhooks", renderWebhooks],
+  ["audit", "Audit log", renderAudit],
+  ["traces", "LLM traces", renderTraces],
 ];
 const DETAIL_PAGES = { memories: renderMemory, entities: renderEntity, documents: renderDocument };
 

@@ -4,6 +4,7 @@ import { api, bankPath } from "../api.js";
 import { consolidationOffNotice } from "../consolidation.js";
 import { bankHref } from "../links.js";
 import { clear, fmtCount, fmtDate, h, section } from "../dom.js";
+import { aliasesSection } from "./aliases.js";
 
 function stat(label, value, href = null) {
   const body = [h("div", { class: "stat-value" }, fmtCount(value ?? 0)), h("div", { class: "stat-label" }, label)];
@@ -77,5 +78,6 @@ export async function renderOverview(ctx) {
           : h("p", { class: "muted" }, "No tags."),
       ),
     ),
+    aliasesSection(ctx),
   );
 }
