@@ -101,3 +101,25 @@ def test_pages_need_an_llm(server: RunningServer, bank_id: str) -> None:
         refused = http.post(f"{KB.format(bank_id)}/pages", json={"name": "x", "source_query": "anything?"})
         assert refused.status_code == 400 and "LLM" in refused.json()["detail"]
         assert http.get(f"{KB.format(bank_id)}/tree").json()["roots"] == []
+
+
+def test_tag_filters_work_as_in_recall(http: httpx.Client, bank_id: str) -> None:
+    kb = KB.format(bank_id)
+    http.put(f"/v1/default/banks/{bank_id}", json={}).raise_for_status()
+    http.post(f"{kb}/pages", json={"name": "Food", "source_query": "What does the team eat?",
+                                   "tags": ["team", "food"]}).raise_for_status()
+    http.post(f"{kb}/pages", json={"name": "Deploys", "source_query": "How does the team deploy?"}).raise_for_status()
+    settle(http, bank_id)
+
+    def tree(**params: object) -> list[str]:
+        return sorted(n["name"] for n in http.get(f"{kb}/tree", params=params).json()["roots"])
+
+    assert tree(tags=["food"]) == ["Deploys", "Food"], "any lets untagged pages through, as recall does"
+    assert tree(tags=["food"], tags_match="any_strict") == ["Food"]
+    assert tree(tags=["food", "ops"], tags_match="all_strict") == []
+    assert tree(tag_groups='[{"not": {"tags": ["food"]}}]') == ["Deploys"]
+    found = http.get(f"{kb}/search", params={"q": "team", "tags": ["team"], "tags_match": "all_strict"}).json()
+    assert [r["name"] for r in found["results"]] == ["Food"]
+    bad = http.get(f"{kb}/tree", params={"tag_groups": "[{"})
+    assert bad.status_code == 400 and bad.json()["field"] == "tag_groups"
+    assert http.get(f"{kb}/tree", params={"tags_match": "most"}).json()["field"] == "tags_match"

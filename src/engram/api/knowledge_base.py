@@ -12,7 +12,8 @@ from fastapi import APIRouter, Depends, Query
 from pydantic import BaseModel, ConfigDict, Field, StrictStr
 
 from engram import knowledge_base as kb
-from engram.api import mental_models
+from engram.api import choices, mental_models
+from engram.api.choices import choice, one_of
 from engram.api.deps import require_bank, services
 from engram.errors import InvalidInput, NotFound
 from engram.recall.rows import iso
@@ -20,6 +21,7 @@ from engram.recall.scoring import fuse_rrf
 from engram.services import Services
 from engram.store import knowledge_base as store
 from engram.store.reflect_state import _vector
+from engram.tag_match import parse_tag_groups, passes
 from engram.types import CreateMentalModelRequest, MentalModelTrigger, UpdateMentalModelRequest
 
 router = APIRouter(prefix="/v1/default/banks/{bank_id}/knowledge-base", tags=["Knowledge Base"])
@@ -78,15 +80,15 @@ async def _node(svc: Services, bank_id: str, node_id: str) -> Any:
 
 
 @router.get("/tree")
-async def get_tree(bank_id: str, tags: list[str] | None = Query(None), tags_match: str = "any",
-                   tag_groups: str | None = None, svc: Services = Depends(services)) -> dict[str, Any]:
-    """`tags` keeps the pages carrying any of them (and the folders on their way); `tags_match` and
-    `tag_groups` are accepted for compatibility."""
+async def get_tree(bank_id: str, tags: list[str] | None = Query(None),
+                   tags_match: str = choice("any", choices.TAGS_MATCH), tag_groups: str | None = None,
+                   svc: Services = Depends(services)) -> dict[str, Any]:
+    """`tags` / `tags_match` / `tag_groups` keep the pages they match, as in recall (and the folders)."""
+    one_of(tags_match, choices.TAGS_MATCH, "tags_match")
+    groups = parse_tag_groups(tag_groups)
     await require_bank(svc, bank_id)
     rows = await store.list_nodes(svc.pool, bank_id)
-    if tags:
-        wanted = set(tags)
-        rows = [r for r in rows if r["kind"] == "folder" or wanted & set(r["tags"] or [])]
+    rows = [r for r in rows if r["kind"] == "folder" or passes(r["tags"], tags, tags_match, groups)]
     return {"roots": kb.tree(rows)}
 
 
@@ -155,11 +157,14 @@ async def delete_node(bank_id: str, node_id: str, svc: Services = Depends(servic
 
 @router.get("/search")
 async def search(bank_id: str, q: str = Query(min_length=1), limit: int = Query(10, ge=1, le=50),
-                 tags: list[str] | None = Query(None), tags_match: str = "any", tag_groups: str | None = None,
-                 svc: Services = Depends(services)) -> dict[str, Any]:
-    """BM25-style full-text rank and embedding similarity over pages (name and content), fused by RRF."""
+                 tags: list[str] | None = Query(None), tags_match: str = choice("any", choices.TAGS_MATCH),
+                 tag_groups: str | None = None, svc: Services = Depends(services)) -> dict[str, Any]:
+    """BM25-style full-text rank and embedding similarity over pages (name and content), fused by RRF;
+    the tag filters as in recall."""
     from engram.models.embedder import embed_query
 
+    one_of(tags_match, choices.TAGS_MATCH, "tags_match")
+    groups = parse_tag_groups(tag_groups)
     await require_bank(svc, bank_id)
     vector = await asyncio.to_thread(embed_query, q)
     keyword = await store.search_keyword(svc.pool, bank_id, q, 100)
@@ -167,8 +172,7 @@ async def search(bank_id: str, q: str = Query(min_length=1), limit: int = Query(
     fused = fuse_rrf({"kb_keyword": [(r["id"], float(r["rank"])) for r in keyword],
                       "kb_semantic": [(r["id"], -float(i)) for i, r in enumerate(semantic)]})
     rows = {r["id"]: r for r in await store.list_nodes(svc.pool, bank_id)}
-    if tags:
-        fused = {k: v for k, v in fused.items() if set(tags) & set(rows[k]["tags"] or [])}
+    fused = {k: v for k, v in fused.items() if passes(rows[k]["tags"], tags, tags_match, groups)}
     best = sorted(fused.items(), key=lambda item: (-item[1], item[0]))[:limit]
     results = [{"id": key, "name": rows[key]["name"], "mental_model_id": rows[key]["mental_model_id"],
                 "source_query": rows[key]["source_query"], "snippet": (rows[key]["content"] or "")[:300],
