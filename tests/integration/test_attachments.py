@@ -40,8 +40,8 @@ def test_image_and_file_blocks_round_trip_byte_identical(http: httpx.Client, ban
     http.put(f"/v1/default/banks/{bank_id}", json={}).raise_for_status()
     http.patch(f"/v1/default/banks/{bank_id}/config", json={"updates": {"retain_chunk_size": 50}}).raise_for_status()
     image = png()
-    content = [{"type": "text", "text": "First we open the panel on the left side."}, block("image", "image/png", image),
-               {"type": "text", "text": "Then connect red to the pin on the left."},
+    first, second = "First we open the panel on the left side.", "Then connect red to the pin on the left."
+    content = [{"type": "text", "text": first}, block("image", "image/png", image), {"type": "text", "text": second},
                block("file", "application/pdf", PDF, filename="manual.pdf")]
     answer = retain(http, bank_id, content, document_id="wiring")
     assert answer.status_code == 200, answer.text
@@ -59,7 +59,7 @@ def test_image_and_file_blocks_round_trip_byte_identical(http: httpx.Client, ban
         assert got.headers["content-type"] == attachment["media_type"]
 
     chunks = http.get(f"/v1/default/banks/{bank_id}/documents/wiring/chunks").json()["items"]
-    assert [c["chunk_text"] for c in chunks] == ["First we open the panel on the left side.", "Then connect red to the pin on the left."]
+    assert [c["chunk_text"] for c in chunks] == [first, second]
     assert [[a["kind"] for a in c["attachments"]] for c in chunks] == [["image"], ["file"]], \
         "each attachment belongs to the chunk it appeared in"
     one = http.get(f"/v1/default/chunks/{chunks[0]['chunk_id']}").json()
