@@ -9,8 +9,6 @@ import json
 import sys
 from pathlib import Path
 
-from engram.cli_command import UserError
-
 CONVERTED = {".pdf", ".docx", ".pptx", ".xlsx", ".html", ".htm", ".csv"}
 
 
@@ -19,27 +17,16 @@ def wants_conversion(path: str | None) -> bool:
 
 
 def retain_file(args: argparse.Namespace, path: str) -> int:
-    import httpx
-
     from engram.cli_http import bank_path, server_url
-    from engram.cli_transfer import _headers, follow
+    from engram.cli_transfer import follow, upload
 
     url, file = server_url(args), Path(path)
     bank_path(args.bank)
     meta = {k: v for k, v in {"tags": getattr(args, "tag", None),
                               "document_id": getattr(args, "document_id", None)}.items() if v}
-    try:
-        with file.open("rb") as handle:
-            answer = httpx.post(f"{url}/v1/default/banks/{args.bank}/files/retain",
-                                data={"request": json.dumps({"files_metadata": [meta]})},
-                                files={"files": (file.name, handle)}, headers=_headers(args), timeout=600)
-    except OSError as exc:
-        raise UserError(f"cannot read {path}: {exc.strerror or exc}") from None
-    except httpx.HTTPError as exc:
-        raise UserError(f"cannot reach the Engram server at {url} ({exc}): start it with `engram serve`") from None
-    if answer.status_code >= 400:
-        raise UserError(f"{answer.text[:300]} (HTTP {answer.status_code})")
-    (operation_id,) = answer.json()["operation_ids"]
+    answer = upload(args, f"{url}/v1/default/banks/{args.bank}/files/retain", file, "files",
+                    data={"request": json.dumps({"files_metadata": [meta]})})
+    (operation_id,) = answer["operation_ids"]
     status = follow(args, url, args.bank, operation_id, file.name)
     if status["status"] != "completed":
         print(f"{file.name}: {status['status']}: {status.get('error_message')}", file=sys.stderr)

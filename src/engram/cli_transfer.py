@@ -31,23 +31,31 @@ def _source_bank(path: Path) -> str:
         raise UserError(f"{path} is not a transfer archive (no manifest.json with a source_bank_id): {exc}") from exc
 
 
-def _submit(url: str, path: Path, bank: str, args: argparse.Namespace) -> str:
+def upload(args: argparse.Namespace, url: str, path: Path, field: str, media_type: str | None = None,
+           **request: Any) -> Any:
+    """POST one file as multipart `field` (plus `request`'s params / data) and answer the decoded JSON;
+    an unreadable file, an unreachable server or a refusal is a UserError saying what to do."""
     import httpx
 
-    params = {"target_bank_id": bank, "mode": "merge" if args.merge else "restore",
-              "document_conflict": args.document_conflict}
     try:
         with path.open("rb") as handle:
-            answer = httpx.post(f"{url}/v1/default/banks/{bank}/transfer/import", params=params,
-                                files={"file": (path.name, handle, "application/zip")}, headers=_headers(args),
-                                timeout=600)
+            part = (path.name, handle, media_type) if media_type else (path.name, handle)
+            answer = httpx.post(url, files={field: part}, headers=_headers(args), timeout=600, **request)
     except OSError as exc:
         raise UserError(f"cannot read {path}: {exc.strerror or exc}") from None
     except httpx.HTTPError as exc:
         raise UserError(f"cannot reach the Engram server at {url} ({exc}): start it with `engram serve`") from None
     if answer.status_code >= 400:
         raise UserError(f"{answer.text[:300]} (HTTP {answer.status_code})")
-    return answer.json()["operation_id"]
+    return answer.json()
+
+
+def _submit(url: str, path: Path, bank: str, args: argparse.Namespace) -> str:
+    params = {"target_bank_id": bank, "mode": "merge" if args.merge else "restore",
+              "document_conflict": args.document_conflict}
+    answer = upload(args, f"{url}/v1/default/banks/{bank}/transfer/import", path, "file", "application/zip",
+                    params=params)
+    return str(answer["operation_id"])
 
 
 def follow(args: argparse.Namespace, url: str, bank: str, operation_id: str, label: str) -> dict[str, Any]:
