@@ -211,7 +211,7 @@ def local_server(isolated_dsn: str) -> Iterator[RunningServer]:
 @needs_model
 def test_a_server_with_the_local_provider_stores_extracted_facts(local_server: RunningServer) -> None:
     bank = f"local-{uuid.uuid4().hex[:8]}"
-    with httpx.Client(base_url=local_server.url, timeout=120) as http:
+    with httpx.Client(base_url=local_server.url, timeout=400) as http:  # three attempts to the token limit
         response = http.post(
             f"/v1/default/banks/{bank}/memories",
             # SmolLM2-135M loops on most texts until its context is full, and which texts it closes

@@ -79,7 +79,8 @@ def test_a_killed_postmaster_is_started_again_without_restarting_engram(home: Pa
             assert shared_memory_keys(home / "pg") == segments, "the dead server's shared memory was reused"
         log = server.log()
         assert f"the embedded PostgreSQL (pid {killed}) is gone" in log
-        assert "the embedded PostgreSQL is back" in log
+        # /health may answer before the supervisor has logged its recovery.
+        wait_for(lambda: "the embedded PostgreSQL is back" in server.log(), "the recovery to be logged", 15)
     finally:
         server.stop()
     assert running_server(home / "pg") is None, "the only user stopped it on its way out"

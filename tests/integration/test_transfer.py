@@ -114,7 +114,8 @@ def test_real_hindsight_archive_imports_every_record(http: httpx.Client, bank_id
     overrides = http.get(f"/v1/default/banks/{bank_id}/config").json()["overrides"]
     for key, value in json.loads(bank_row["config"]).items():
         assert overrides[key] == value, key
-    (listed,) = [b for b in http.get("/v1/default/banks").json()["banks"] if b["bank_id"] == bank_id]
+    banks = http.get("/v1/default/banks", params={"q": bank_id, "limit": 1000}).json()["banks"]
+    (listed,) = [b for b in banks if b["bank_id"] == bank_id]
     assert listed["name"] == bank_row["name"]
     recalled = http.post(f"/v1/default/banks/{bank_id}/memories/recall", json={"query": "Who fixed checkout?"}).json()
     assert recalled["results"], "imported facts are embedded and searchable"
