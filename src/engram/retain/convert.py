@@ -159,22 +159,9 @@ def _json(data: bytes) -> str:
 
 def to_markdown(fmt: str, data: bytes) -> str:
     """The file's content as markdown; ConversionFailed when it cannot be read or holds no text."""
-    if fmt == "pdf":
-        text = _pdf(data)
-    elif fmt == "xlsx":
-        text = _xlsx(data)
-    elif fmt == "docx":
-        text = _docx(data)
-    elif fmt == "pptx":
-        text = _pptx(data)
-    elif fmt == "html":
-        text = _html_to_markdown(data)
-    elif fmt == "csv":
-        text = _csv(data)
-    elif fmt == "json":
-        text = _json(data)
-    else:
-        text = _decode(data)
+    converters = {"pdf": _pdf, "xlsx": _xlsx, "docx": _docx, "pptx": _pptx, "html": _html_to_markdown,
+                  "csv": _csv, "json": _json}
+    text = converters.get(fmt, _decode)(data)
     if not text.strip():
         raise ConversionFailed("no text could be extracted (a scanned PDF or an image needs OCR, which is not set up)")
     return text.strip()
