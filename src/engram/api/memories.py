@@ -5,14 +5,15 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from fastapi import APIRouter, Depends, Query, Request
+from fastapi import APIRouter, Depends, Query, Request, Response
+from pydantic_core import to_json
 
 from engram.api import choices
 from engram.api.choices import choice, one_of
 from engram.api.deps import parse_uuid, require_bank, services
 from engram.errors import InvalidInput, NotFound
 from engram.models.tokens import count_tokens
-from engram.recall.pipeline import recall
+from engram.recall.pipeline import recall_payload
 from engram.retain.pipeline import retain_items
 from engram.retain.prepare import prepare_items
 from engram.services import Services
@@ -67,14 +68,15 @@ async def retain(bank_id: str, body: RetainRequest, request: Request, svc: Servi
 
 
 @router.post("/memories/recall", response_model=RecallResponse, response_model_exclude_none=True)
-async def recall_memories(bank_id: str, body: RecallRequest, svc: Services = Depends(services)) -> RecallResponse:
+async def recall_memories(bank_id: str, body: RecallRequest, svc: Services = Depends(services)) -> Response:
     if not body.query.strip():
         raise InvalidInput("query", "must not be empty")
     if len(body.query) > MAX_QUERY_CHARS:
         raise InvalidInput("query", f"longer than {MAX_QUERY_TOKENS} tokens (over {MAX_QUERY_CHARS} characters)")
     if (tokens := count_tokens(body.query)) > MAX_QUERY_TOKENS:
         raise InvalidInput("query", f"longer than {MAX_QUERY_TOKENS} tokens (got {tokens})")
-    return await recall(svc, bank_id, body)
+    # Already JSON-ready and null-free: sent as it is, not re-validated and re-serialised as models.
+    return Response(to_json(await recall_payload(svc, bank_id, body)), media_type="application/json")
 
 
 @router.get("/memories/list")

@@ -151,14 +151,13 @@ async def recall(svc: Services, bank_id: str, args: RecallArgs) -> dict[str, Any
     """Search long-term memory for what is relevant to a query: facts, experiences and observations,
     best first. Use it before answering questions about the user, their history, preferences or
     earlier conversations."""
-    from engram.recall.pipeline import recall as run_recall
+    from engram.recall.pipeline import recall_payload
     from engram.types import RecallRequest
 
     if not args.query.strip():
         raise InvalidInput("query", "must not be empty")
     request = RecallRequest.model_validate(args.model_dump(exclude_none=True))
-    response = await run_recall(svc, bank_id, request)
-    return response.model_dump(mode="json", exclude_none=True)
+    return await recall_payload(svc, bank_id, request)
 
 
 class ReflectArgs(Args):

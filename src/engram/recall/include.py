@@ -4,32 +4,29 @@ within its own token budget."""
 from __future__ import annotations
 
 import uuid
+from typing import Any
 
 import asyncpg
 
 from engram.models.tokens import count_tokens, count_tokens_batch
 from engram.recall.budget import fill_budget
-from engram.recall.rows import fetch_units, iso, to_result
-from engram.types import (
-    ChunkData,
-    EntityObservation,
-    EntityStateResponse,
-    RecallResult,
-    SourceFactsIncludeOptions,
-)
+from engram.recall.rows import fetch_units, iso, result_payload
+from engram.types import ChunkData, EntityObservation, EntityStateResponse, SourceFactsIncludeOptions
+
+Result = dict[str, Any]  # a recall result as `result_payload` makes it
 
 OBSERVATIONS_PER_ENTITY = 5
 
 
 async def include_entities(
-    pool: asyncpg.Pool, bank_id: str, results: list[RecallResult], max_tokens: int
+    pool: asyncpg.Pool, bank_id: str, results: list[Result], max_tokens: int
 ) -> dict[str, EntityStateResponse]:
     """The results' entities in rank order, each with its own observation (entities.md; `stale` when
     facts changed since) and then the consolidation observations that mention it."""
     from engram.entity_observations.engine import RECENT_FACTS
     from engram.store.entity_summaries import summaries
 
-    unit_ids = [uuid.UUID(r.id) for r in results if r.entities]
+    unit_ids = [uuid.UUID(r["id"]) for r in results if r.get("entities")]
     if not unit_ids:
         return {}
     rows = await pool.fetch(
@@ -68,8 +65,8 @@ async def include_entities(
     return states
 
 
-async def include_chunks(pool: asyncpg.Pool, results: list[RecallResult], max_tokens: int) -> dict[str, ChunkData]:
-    chunk_ids = list(dict.fromkeys(r.chunk_id for r in results if r.chunk_id))
+async def include_chunks(pool: asyncpg.Pool, results: list[Result], max_tokens: int) -> dict[str, ChunkData]:
+    chunk_ids = list(dict.fromkeys(r["chunk_id"] for r in results if r.get("chunk_id")))
     if not chunk_ids:
         return {}
     rows = await pool.fetch("SELECT id, chunk_text, chunk_index FROM chunks WHERE id = ANY($1::text[])", chunk_ids)
@@ -98,31 +95,31 @@ async def include_chunks(pool: asyncpg.Pool, results: list[RecallResult], max_to
 
 
 async def include_source_facts(
-    pool: asyncpg.Pool, results: list[RecallResult], options: SourceFactsIncludeOptions
-) -> tuple[dict[str, RecallResult], bool]:
+    pool: asyncpg.Pool, results: list[Result], options: SourceFactsIncludeOptions
+) -> tuple[dict[str, Result], bool]:
     """The facts behind the observations among the results, within the budget; True when cut."""
     per_observation = options.max_tokens_per_observation
     wanted: list[uuid.UUID] = []
     for result in results:
-        if result.type != "observation":
+        if result["type"] != "observation":
             continue
-        ids = [uuid.UUID(i) for i in result.source_fact_ids or []]
+        ids = [uuid.UUID(i) for i in result.get("source_fact_ids", [])]
         wanted.extend(ids)
     rows = await fetch_units(pool, list(dict.fromkeys(wanted)))
-    facts: dict[str, RecallResult] = {}
+    facts: dict[str, Result] = {}
     truncated = False
     for result in results:
-        if result.type != "observation":
+        if result["type"] != "observation":
             continue
-        candidates = [rows[uuid.UUID(i)] for i in result.source_fact_ids or [] if uuid.UUID(i) in rows]
+        candidates = [rows[uuid.UUID(i)] for i in result.get("source_fact_ids", []) if uuid.UUID(i) in rows]
         if per_observation >= 0:
             kept, _ = fill_budget(candidates, [r["text"] for r in candidates], per_observation)
             truncated |= len(kept) < len(candidates)
             candidates = kept
         for row in candidates:
-            facts.setdefault(str(row["id"]), to_result(row))
+            facts.setdefault(str(row["id"]), result_payload(row))
     ordered = list(facts.values())
-    kept, _ = fill_budget(ordered, [f.text for f in ordered], options.max_tokens)
+    kept, _ = fill_budget(ordered, [f["text"] for f in ordered], options.max_tokens)
     truncated |= len(kept) < len(ordered)
-    return {f.id: f for f in kept}, truncated
+    return {f["id"]: f for f in kept}, truncated
 

@@ -19,10 +19,10 @@ from engram.recall.exclusion import keyword_text
 from engram.recall.filters import UnitFilter
 from engram.recall.include import include_chunks, include_entities, include_source_facts
 from engram.recall.neighbours import NEIGHBOUR_SOURCES, fetch_neighbours, share_with_neighbours
-from engram.recall.rows import fetch_candidates, to_result
+from engram.recall.rows import fetch_candidates, result_payload
 from engram.recall.scoring import best_first, fuse_scores, proof_factor, recency_factor, temporal_factor
 from engram.store.instants import OutOfCalendar, clamp, in_utc
-from engram.types import RecallRequest, RecallResponse, RecallScores
+from engram.types import RecallRequest, RecallResponse
 
 if TYPE_CHECKING:
     from engram.services import Services
@@ -95,6 +95,16 @@ async def run_arms(
 
 
 async def recall(services: Services, bank_id: str, request: RecallRequest) -> RecallResponse:
+    """The recall as a RecallResponse model (the library, reflect's tools)."""
+    return RecallResponse.model_validate(await recall_payload(services, bank_id, request))
+
+
+Scored = tuple[float, uuid.UUID, dict[str, float]]  # final score, unit, the scores a result shows
+
+
+async def recall_payload(services: Services, bank_id: str, request: RecallRequest) -> dict[str, Any]:
+    """The recall as the JSON-ready data of a RecallResponse with no null fields (the API sends it as
+    it is: see `result_payload`)."""
     started = time.perf_counter()
     config = await services.existing_bank_config(bank_id)
     if config is None:
@@ -118,7 +128,7 @@ async def recall(services: Services, bank_id: str, request: RecallRequest) -> Re
     scored = _score(top_ids, rows, fused, reranked, dict(ranked.get("keyword", [])), now, window)
     floors = request.min_scores
     if floors and floors.reranker is not None and reranked:
-        scored = [s for s in scored if (s[2].reranker or 0.0) >= floors.reranker]
+        scored = [s for s in scored if s[2].get("reranker", 0.0) >= floors.reranker]
     if floors and floors.final is not None:
         scored = [s for s in scored if s[0] >= floors.final]
 
@@ -133,27 +143,29 @@ async def recall(services: Services, bank_id: str, request: RecallRequest) -> Re
         scored, [rows[uid]["text"] for _, uid, _ in scored], request.max_tokens,
         [rows[uid]["token_count"] for _, uid, _ in scored],
     )
-    results = [to_result(rows[uid], scores) for _, uid, scores in kept]
+    results = [result_payload(rows[uid], scores) for _, uid, scores in kept]
 
-    response = RecallResponse(results=results)
+    response: dict[str, Any] = {"results": results}
     include = request.include
     if include.entities is not None and results:
-        response.entities = await _timed(
+        entities = await _timed(
             "include_entities", timings, include_entities(services.pool, bank_id, results, include.entities.max_tokens)
         )
+        response["entities"] = {name: e.model_dump(mode="json", exclude_none=True) for name, e in entities.items()}
     if include.chunks is not None and results:
-        response.chunks = await include_chunks(services.pool, results, include.chunks.max_tokens)
+        chunks = await include_chunks(services.pool, results, include.chunks.max_tokens)
+        response["chunks"] = {cid: c.model_dump(mode="json", exclude_none=True) for cid, c in chunks.items()}
     if include.source_facts is not None and results:
-        response.source_facts, response.source_facts_truncated = await include_source_facts(
+        response["source_facts"], response["source_facts_truncated"] = await include_source_facts(
             services.pool, results, include.source_facts
         )
     if request.trace:
-        response.trace = _trace(request, ranked, fused, scored, timings, window, limit, started)
+        response["trace"] = _trace(request, ranked, fused, scored, timings, window, limit, started)
         if "observation" in types:
             from engram.consolidate.freshness import observation_freshness
 
             state, pending = await observation_freshness(services.pool, bank_id, request.tags, request.tags_match)
-            response.trace["observations_freshness"] = {"state": state, "pending_facts": pending}
+            response["trace"]["observations_freshness"] = {"state": state, "pending_facts": pending}
     return response
 
 
@@ -188,7 +200,7 @@ def _score(
     top_ids: list[uuid.UUID], rows: dict[uuid.UUID, Any], fused: dict[uuid.UUID, float],
     reranked: dict[uuid.UUID, float], keyword_scores: dict[uuid.UUID, float], now: datetime,
     window: tuple[datetime, datetime] | None,
-) -> list[tuple[float, uuid.UUID, RecallScores]]:
+) -> list[Scored]:
     """Final scores, best first: the reranker's score (or the fused rank, scaled to the best) times
     the recency, temporal-proximity and proof-count boosts."""
     # Fused scores are spread over [0, 1] (RRF's were compressed: rank 1 = 1/61, rank 10 = 1/70), so the
@@ -210,8 +222,12 @@ def _score(
             * temporal_factor(row["occurred_start"] or row["mentioned_at"], row["occurred_end"], window)
             * proof_factor(row["fact_type"], row["proof_count"])
         )
-        scores = RecallScores(final=final, reranker=reranked.get(unit_id), semantic=float(row["similarity"]),
-                              keyword=keyword_scores.get(unit_id))
+        scores = {"final": final}
+        if reranked:
+            scores["reranker"] = reranked[unit_id]
+        scores["semantic"] = float(row["similarity"])
+        if (keyword := keyword_scores.get(unit_id)) is not None:
+            scores["keyword"] = keyword
         scored.append((final, unit_id, scores))
     # Equal scores are ordered by text (then id): the same data gives the same ranking, even in another
     # bank or after a fresh ingest, where every id differs.
@@ -221,7 +237,7 @@ def _score(
 
 def _trace(
     request: RecallRequest, ranked: dict[str, arms.Ranked], fused: dict[uuid.UUID, float],
-    scored: list[tuple[float, uuid.UUID, RecallScores]], timings: dict[str, float],
+    scored: list[Scored], timings: dict[str, float],
     window: tuple[datetime, datetime] | None, limit: int, started: float,
 ) -> dict[str, Any]:
     positions = {name: {uid: rank for rank, (uid, _) in enumerate(lst, start=1)} for name, lst in ranked.items()}

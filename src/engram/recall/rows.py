@@ -8,11 +8,12 @@ from typing import Any
 
 import asyncpg
 
-from engram.types import RecallResult, RecallScores
+from engram.types import RecallResult
 
 CANDIDATE_COLUMNS = """
     m.id, m.text, m.fact_type, m.context, m.occurred_start, m.occurred_end, m.mentioned_at, m.created_at,
-    m.document_id, m.metadata, m.chunk_id, m.tags, m.source_memory_ids, m.proof_count, m.token_count
+    m.document_id, NULLIF(m.metadata, '{}'::jsonb) AS metadata, m.chunk_id, m.tags, m.source_memory_ids,
+    m.proof_count, m.token_count
 """
 UNIT_COLUMNS = CANDIDATE_COLUMNS + """,
     ARRAY(SELECT e.canonical_name FROM unit_entities ue JOIN entities e ON e.id = ue.entity_id
@@ -48,25 +49,44 @@ def iso(value: datetime | None) -> str | None:
     return value.isoformat() if value is not None else None
 
 
-def to_result(
-    row: asyncpg.Record, scores: RecallScores | None = None, names: list[str] | None = None
-) -> RecallResult:
-    """A unit as a recall result; entity names from `names`, else from the row's `entity_names`."""
+_DATES = ("occurred_start", "occurred_end", "mentioned_at")
+
+
+def result_payload(
+    row: asyncpg.Record, scores: dict[str, float] | None = None, names: list[str] | None = None
+) -> dict[str, Any]:
+    """A unit as a recall result, as JSON-ready data with no null fields (what the API sends; fields in
+    RecallResult's order). Entity names from `names`, else from the row's `entity_names`.
+
+    Plain data, not a RecallResult: a recall returns ~200 results, and building and then serialising
+    that many models was the largest share of the server's work per recall."""
+    result: dict[str, Any] = {"id": str(row["id"]), "text": row["text"], "type": row["fact_type"]}
     if names is None:
-        names = list(row["entity_names"]) if "entity_names" in row.keys() else []
-    return RecallResult(
-        id=str(row["id"]),
-        text=row["text"],
-        type=row["fact_type"],
-        entities=names or None,
-        context=row["context"],
-        occurred_start=iso(row["occurred_start"]),
-        occurred_end=iso(row["occurred_end"]),
-        mentioned_at=iso(row["mentioned_at"]),
-        document_id=row["document_id"],
-        metadata={str(k): str(v) for k, v in (row["metadata"] or {}).items()} or None,
-        chunk_id=row["chunk_id"],
-        tags=list(row["tags"]) or None,
-        source_fact_ids=[str(s) for s in row["source_memory_ids"]] or None,
-        scores=scores,
-    )
+        names = row.get("entity_names")
+    if names:
+        result["entities"] = list(names)
+    if row["context"] is not None:
+        result["context"] = row["context"]
+    for column in _DATES:
+        if (value := row[column]) is not None:
+            result[column] = value.isoformat()
+    if row["document_id"] is not None:
+        result["document_id"] = row["document_id"]
+    if metadata := row["metadata"]:
+        result["metadata"] = {str(k): str(v) for k, v in metadata.items()}
+    if row["chunk_id"] is not None:
+        result["chunk_id"] = row["chunk_id"]
+    if tags := row["tags"]:
+        result["tags"] = list(tags)
+    if sources := row["source_memory_ids"]:
+        result["source_fact_ids"] = [str(s) for s in sources]
+    if scores is not None:
+        result["scores"] = scores
+    return result
+
+
+def to_result(
+    row: asyncpg.Record, scores: dict[str, float] | None = None, names: list[str] | None = None
+) -> RecallResult:
+    """A unit as a RecallResult model (see `result_payload`)."""
+    return RecallResult.model_validate(result_payload(row, scores, names))
