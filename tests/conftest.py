@@ -113,8 +113,9 @@ class RunningServer:
         return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
 
 
-def start_server(dsn: str, extra_env: dict[str, str] | None = None, name: str = "server") -> RunningServer:
-    """Run `engram serve` as a real process and wait until /health answers."""
+def start_server(dsn: str, extra_env: dict[str, str] | None = None, name: str = "server",
+                 args: tuple[str, ...] = ()) -> RunningServer:
+    """Run `engram serve [args]` as a real process and wait until /health answers."""
     port = free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith(("ENGRAM_", "HINDSIGHT_API_"))}
     env.update({"ENGRAM_DATABASE_URL": dsn, "ENGRAM_WORKER_POLL_INTERVAL": "0.2", **(extra_env or {})})
@@ -122,7 +123,7 @@ def start_server(dsn: str, extra_env: dict[str, str] | None = None, name: str = 
     log_path = ARTIFACTS / f"{name}-{port}.log"
     handle = log_path.open("wb")
     process = subprocess.Popen(
-        [sys.executable, "-m", "engram.cli", "serve", "--host", "127.0.0.1", "--port", str(port)],
+        [sys.executable, "-m", "engram.cli", "serve", "--host", "127.0.0.1", "--port", str(port), *args],
         env=env, stdout=handle, stderr=subprocess.STDOUT,
     )
     server = RunningServer(f"http://127.0.0.1:{port}", process, log_path)

@@ -83,7 +83,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
     host, port = args.host or settings.host, args.port or settings.port
     _check_llm(settings)
     sock = listen_socket(host, port)
-    settings = dataclasses.replace(settings, host=host, port=port)
+    settings = dataclasses.replace(settings, host=host, port=port,
+                                   worker_enabled=settings.worker_enabled and not args.no_worker)
     base = f"http://{_display_host(host)}:{sock.getsockname()[1]}"
 
     class Server(uvicorn.Server):
@@ -91,6 +92,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
             await super().startup(sockets)
             if not self.should_exit:
                 log.info("Engram %s listening on %s — control plane %s/ui/", __version__, base, base)
+                if not settings.worker_enabled:
+                    log.info("no operations worker in this process: async retains, consolidations and "
+                             "refreshes wait for an `engram worker` on the same database")
 
     server = Server(uvicorn.Config(create_app(settings), log_level="warning"))
     logging.getLogger("uvicorn.error").addFilter(_StartupErrorLine())
@@ -151,6 +155,9 @@ def add_commands(sub: Any, common: argparse.ArgumentParser) -> None:
     )
     serve.add_argument("--host", help="address to listen on (default $ENGRAM_HOST or 127.0.0.1; 0.0.0.0 for all)")
     serve.add_argument("--port", type=int, help="port to listen on (default $ENGRAM_PORT or 8888)")
+    serve.add_argument("--no-worker", action="store_true",
+                       help="serve the API only, with no operations worker (as ENGRAM_WORKER_ENABLED=false): "
+                            "a stateless replica, with `engram worker` processes doing the background work")
 
     worker = add_command(
         sub, common, "worker", cmd_worker, summary="run a background operations worker",

@@ -84,6 +84,10 @@ class Worker:
         operation = await ops.claim_next(self.services.pool, self.worker_id, lease)
         if operation is None:
             return False
+        # One line per claim and per completion, naming the operation: which process ran what (a
+        # reclaimed operation shows in two workers' logs) is then in the logs, not only in the row.
+        log.info("worker %s claimed operation %s (%s, bank %s)", self.worker_id, operation["id"],
+                 operation["operation_type"], operation["bank_id"])
         await self._run(operation, lease)
         return True
 
@@ -133,6 +137,9 @@ class Worker:
                     await record_operation_event(conn, operation, "failed" if reason else "completed", result, reason)
             except Exception:
                 log.exception("operation %s: queueing its webhook event failed", operation["id"])
+        if reason is None:
+            log.info("worker %s completed operation %s (%s)", self.worker_id, operation["id"],
+                     operation["operation_type"])
 
     async def _keep_lease(self, op_id: uuid.UUID, lease: float) -> None:
         """Extend the lease while the handler runs: a live worker keeps its operation through a long LLM
