@@ -79,3 +79,44 @@ async def test_an_operation_abandoned_by_a_dead_worker_is_reclaimed(pg_dsn: str,
         assert done["status"] == "completed"
         texts = [m["text"] for m in client.get(f"/v1/default/banks/{bank_id}/memories/list").json()["items"]]
         assert len(texts) == 1 and texts[0].startswith("Omar planted forty olive trees"), "stored exactly once"
+
+
+async def test_a_worker_that_lost_its_lease_records_nothing_when_it_resumes(isolated_dsn: str, bank_id: str) -> None:
+    """A worker frozen past its lease, whose operation another worker took over and completed, finishes
+    later: its outcome must not overwrite the other's, nor complete the operation (and fire its webhook) twice."""
+    from engram.services import Services
+    from engram.settings import Settings
+    from engram.store.pool import open_store
+    from engram.worker.runner import Worker
+
+    store = await open_store(Settings.from_env({"ENGRAM_DATABASE_URL": isolated_dsn}))
+    try:
+        frozen = Worker(Services(settings=Settings.from_env({}), store=store))
+        operation_id = uuid.uuid4()
+        await store.pool.execute("INSERT INTO banks (bank_id) VALUES ($1)", bank_id)
+        await store.pool.execute(
+            "INSERT INTO async_operations (id, bank_id, operation_type, status, payload, items_count, worker_id,"
+            " lease_expires_at, started_at) VALUES ($1, $2, 'retain', 'processing', '{}'::jsonb, 1, $3,"
+            " now() - interval '1 second', now())",
+            operation_id, bank_id, frozen.worker_id,
+        )
+        other = Worker(Services(settings=Settings.from_env({}), store=store))
+        claimed = await ops_claim(store.pool, other.worker_id)
+        assert claimed == operation_id, "the expired lease let the other worker take the operation"
+        operation = await store.pool.fetchrow("SELECT * FROM async_operations WHERE id = $1", operation_id)
+        await other._finish(operation, {"facts": 1, "by": "other"}, None)
+
+        await frozen._finish(operation, None, "frozen worker's late failure")  # it resumes
+        await frozen._finish(operation, {"facts": 9, "by": "frozen"}, None)
+        row = await store.pool.fetchrow("SELECT status, result, error_message FROM async_operations WHERE id = $1",
+                                        operation_id)
+        assert (row["status"], row["result"], row["error_message"]) == ("completed", {"facts": 1, "by": "other"}, None)
+    finally:
+        await store.close()
+
+
+async def ops_claim(pool: asyncpg.Pool, worker_id: str) -> uuid.UUID | None:
+    from engram.store import operations as ops
+
+    claimed = await ops.claim_next(pool, worker_id, 30)
+    return claimed["id"] if claimed else None

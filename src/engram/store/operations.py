@@ -130,28 +130,40 @@ async def extend_lease(conn: Conn, operation_id: uuid.UUID, worker_id: str, leas
     )
 
 
-async def complete(conn: Conn, operation_id: uuid.UUID, result: dict[str, Any]) -> None:
-    await conn.execute(
-        """
+# With a worker id, an outcome is recorded only while that worker still holds the operation: one that
+# was frozen past its lease, while another worker took the operation over, records nothing when it
+# resumes (the operation would otherwise complete twice and fire its webhook event twice).
+_HELD_BY = "($3::text IS NULL OR (worker_id = $3 AND status = 'processing'))"
+
+
+async def complete(conn: Conn, operation_id: uuid.UUID, result: dict[str, Any], worker_id: str | None = None) -> bool:
+    """Mark the operation completed; False when `worker_id` no longer holds it (nothing changed)."""
+    status = await conn.execute(
+        f"""
         UPDATE async_operations SET status = 'completed', result = $2, error_message = NULL,
                completed_at = now(), updated_at = now(), lease_expires_at = NULL
-        WHERE id = $1
+        WHERE id = $1 AND {_HELD_BY}
         """,
         operation_id,
         storable(result),
+        worker_id,
     )
+    return status != "UPDATE 0"
 
 
-async def fail(conn: Conn, operation_id: uuid.UUID, error: str) -> None:
-    await conn.execute(
-        """
+async def fail(conn: Conn, operation_id: uuid.UUID, error: str, worker_id: str | None = None) -> bool:
+    """Mark the operation failed; False when `worker_id` no longer holds it (nothing changed)."""
+    status = await conn.execute(
+        f"""
         UPDATE async_operations SET status = 'failed', error_message = $2, completed_at = now(),
                updated_at = now(), lease_expires_at = NULL
-        WHERE id = $1
+        WHERE id = $1 AND {_HELD_BY}
         """,
         operation_id,
         storable_text(error),
+        worker_id,
     )
+    return status != "UPDATE 0"
 
 
 async def get(conn: Conn, bank_id: str, operation_id: uuid.UUID) -> asyncpg.Record | None:

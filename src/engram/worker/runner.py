@@ -129,9 +129,14 @@ class Worker:
 
         async with self.services.pool.acquire() as conn, conn.transaction():
             if reason is None:
-                await ops.complete(conn, operation["id"], result or {})
+                recorded = await ops.complete(conn, operation["id"], result or {}, self.worker_id)
             else:
-                await ops.fail(conn, operation["id"], reason)
+                recorded = await ops.fail(conn, operation["id"], reason, self.worker_id)
+            if not recorded:
+                log.warning("worker %s no longer holds operation %s (its lease ran out and another worker "
+                            "took it over, or its bank was deleted): its outcome here is not recorded",
+                            self.worker_id, operation["id"])
+                return
             try:
                 async with conn.transaction():
                     await record_operation_event(conn, operation, "failed" if reason else "completed", result, reason)
