@@ -91,3 +91,44 @@ def test_similar_new_names_in_one_batch_merge_into_the_longest() -> None:
 def test_names_in_other_scripts_keep_their_words() -> None:
     assert words_compatible("中文 entity", "emoji entity") is False
     assert words_compatible("Zoë", "zoë") is True
+
+
+def test_the_spelling_shortcut_never_changes_the_answer() -> None:
+    """`_close_spelling` skips the edit-distance table when the unshared characters already exceed the
+    allowance: on random near and far pairs it answers exactly what the full table does."""
+    import random
+
+    from engram.retain.entity_scoring import _close_spelling
+
+    def distance(a: str, b: str) -> int:
+        previous = list(range(len(b) + 1))
+        for i, char_a in enumerate(a, start=1):
+            current = [i]
+            for j, char_b in enumerate(b, start=1):
+                current.append(min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (char_a != char_b)))
+            previous = current
+        return previous[-1]
+
+    def edited(text: str, rng: random.Random) -> str:
+        chars = list(text)
+        for _ in range(rng.randint(0, 4)):  # a few random edits: some pairs stay close, most do not
+            at = rng.randrange(len(chars)) if chars else 0
+            kind = rng.choice(["insert", "delete", "replace"])
+            if kind == "insert" or not chars:
+                chars.insert(at, rng.choice("aeiknorst"))
+            elif kind == "delete":
+                chars.pop(at)
+            else:
+                chars[at] = rng.choice("xyz")
+        return "".join(chars) or "q"
+
+    rng = random.Random(7)
+    close = 0
+    for _ in range(3000):
+        a = "".join(rng.choice("aeiknorst ") for _ in range(rng.randint(3, 16)))
+        b = edited(a, rng)
+        allowed = max(1, min(len(a), len(b)) // 6)
+        want = abs(len(a) - len(b)) <= allowed and distance(a, b) <= allowed
+        assert _close_spelling(a, b) == want, (a, b)
+        close += want
+    assert 200 < close < 2800  # both answers were exercised

@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 import re
 import uuid
+from collections import Counter
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -66,7 +67,13 @@ def _has_digit(token: str) -> bool:
 
 def _close_spelling(a: str, b: str) -> bool:
     """At most one edit per 6 characters, for typos such as "Carolin" / "Caroline"."""
-    if abs(len(a) - len(b)) > max(1, min(len(a), len(b)) // 6):
+    allowed = max(1, min(len(a), len(b)) // 6)
+    if abs(len(a) - len(b)) > allowed:
+        return False
+    # An edit changes at most one character of each side, so the characters the two names do not share
+    # bound the distance from below: most pairs (another surname) stop here, before the quadratic part.
+    unshared_a, unshared_b = Counter(a) - Counter(b), Counter(b) - Counter(a)
+    if max(sum(unshared_a.values()), sum(unshared_b.values())) > allowed:
         return False
     previous = list(range(len(b) + 1))
     for i, char_a in enumerate(a, start=1):
@@ -74,7 +81,7 @@ def _close_spelling(a: str, b: str) -> bool:
         for j, char_b in enumerate(b, start=1):
             current.append(min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (char_a != char_b)))
         previous = current
-    return previous[-1] <= max(1, min(len(a), len(b)) // 6)
+    return previous[-1] <= allowed
 
 
 def cooccurrence_overlap(
