@@ -34,6 +34,7 @@ _WORD = re.compile(r"[A-Za-z0-9]+")
 EXACT_SEARCH_MAX_FACTS = 10_000
 # Scores are rounded to this many decimals before they are ordered: a sum over rows that PostgreSQL
 # aggregates in no fixed order differs in its last bits from run to run, which reordered near-ties.
+# They travel as float8: a numeric arrives as a Decimal, ~900 of them a recall.
 SCORE_DECIMALS = 9
 
 
@@ -84,7 +85,7 @@ async def semantic(
             ORDER BY v.embedding <=> {vector}::vector
             LIMIT {limit_ref}
         )
-        SELECT id, round((1 - min(distance))::numeric, {SCORE_DECIMALS}) AS similarity
+        SELECT id, round((1 - min(distance))::numeric, {SCORE_DECIMALS})::float8 AS similarity
         FROM (SELECT * FROM own_exact UNION ALL SELECT * FROM sentence_exact
               UNION ALL SELECT * FROM own_approximate UNION ALL SELECT * FROM sentence_approximate) hits
         GROUP BY id
@@ -157,7 +158,7 @@ async def keyword(
         SELECT h.id, round(sum(CASE WHEN f.df > 1 AND f.df > k.n * {UBIQUITOUS_SHARE} THEN 0 ELSE
             ln(1 + (k.n - f.df + 0.5) / (f.df + 0.5))
             * h.tf * {BM25_K1 + 1} / (h.tf + {BM25_K1} * (1 - {BM25_B} + {BM25_B} * h.doc_length / k.average_length))
-        END)::numeric, {SCORE_DECIMALS}) AS rank
+        END)::numeric, {SCORE_DECIMALS})::float8 AS rank
         FROM hits h JOIN frequency f USING (lexeme) CROSS JOIN corpus k
         GROUP BY h.id
         ORDER BY rank DESC, h.id
@@ -229,7 +230,7 @@ async def graph(conn: asyncpg.Connection, scope: UnitFilter, seeds: Ranked, limi
             SELECT id, score FROM via_links
         ),
         best AS (
-            SELECT id, round(max(score)::numeric, {SCORE_DECIMALS}) AS score
+            SELECT id, round(max(score)::numeric, {SCORE_DECIMALS})::float8 AS score
             FROM activation WHERE id <> ALL({seed_ids}::uuid[])
             GROUP BY id ORDER BY score DESC, id OFFSET 0
         )
@@ -287,7 +288,7 @@ async def temporal(
             SELECT k.id, k.similarity FROM linked k
             WHERE (SELECT true FROM memory_units m WHERE m.id = k.id AND {where})
         )
-        SELECT id, round(max(similarity)::numeric, {SCORE_DECIMALS}) AS score
+        SELECT id, round(max(similarity)::numeric, {SCORE_DECIMALS})::float8 AS score
         FROM (SELECT * FROM inside UNION ALL SELECT * FROM spread) c
         GROUP BY id
         ORDER BY score DESC, id
