@@ -41,6 +41,10 @@ def auto_consolidation_on(services: Services, config: dict[str, Any]) -> bool:
 
 
 async def after_memory_change(services: Services, bank_id: str) -> None:
-    """Retain, delete and update call this: consolidation follows when the bank wants it."""
+    """Retain, delete and update call this: recall's remembered scope sizes of the bank are dropped, and
+    consolidation follows when the bank wants it."""
+    from engram.recall.scope_size import forget_bank
+
+    forget_bank(bank_id)
     if auto_consolidation_on(services, await services.bank_config(bank_id)):
         await schedule_consolidation(services, bank_id)

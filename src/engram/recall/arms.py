@@ -46,23 +46,28 @@ def default_floor(best: float) -> float:
 
 async def semantic(
     conn: asyncpg.Connection, scope: UnitFilter, query_vector: np.ndarray, limit: int,
-    min_similarity: float | None,
+    min_similarity: float | None, scope_size: int | None = None,
 ) -> Ranked:
     """Facts by their best vector: their own, or that of one of their sentences (a long conversation
     turn is found by the sentence that answers, not diluted by the rest). Exact distances for scopes
     up to EXACT_SEARCH_MAX_FACTS, the HNSW index beyond; equal similarities are ordered by id.
-    `min_similarity` None: `default_floor` of the best hit."""
+    `min_similarity` None: `default_floor` of the best hit. `scope_size`: the facts in scope, if
+    known (else counted here, up to the threshold)."""
     params = SqlParams()
     vector = params.add(query_vector)
     where = scope.where(params)
     limit_ref = params.add(limit)
-    exact = f"(SELECT n FROM size) <= {EXACT_SEARCH_MAX_FACTS}"
-    rows = await conn.fetch(
-        f"""
-        WITH size AS MATERIALIZED (  -- counted up to the threshold from the scope index's own pages
+    if scope_size is None:
+        exact = f"(SELECT n FROM size) <= {EXACT_SEARCH_MAX_FACTS}"
+        size = f"""size AS MATERIALIZED (  -- counted up to the threshold from the scope index's own pages
             SELECT count(*) AS n FROM (
                 SELECT 1 FROM memory_units m WHERE {where} LIMIT {EXACT_SEARCH_MAX_FACTS + 1}) s
-        ),
+        ),"""
+    else:
+        exact, size = ("TRUE" if scope_size <= EXACT_SEARCH_MAX_FACTS else "FALSE"), ""
+    rows = await conn.fetch(
+        f"""
+        WITH {size}
         own_exact AS MATERIALIZED (
             SELECT m.id, m.embedding <=> {vector}::vector AS distance
             FROM memory_units m WHERE {where} AND {exact}
@@ -116,7 +121,8 @@ UBIQUITOUS_SHARE = 0.5
 
 
 async def keyword(
-    conn: asyncpg.Connection, scope: UnitFilter, query: str, limit: int, min_rank: float | None
+    conn: asyncpg.Connection, scope: UnitFilter, query: str, limit: int, min_rank: float | None,
+    scope_size: int | None = None,
 ) -> Ranked:
     """Okapi BM25 over the facts sharing a word with the query (PostgreSQL's stemming and stop words).
 
@@ -124,7 +130,8 @@ async def keyword(
     one), N is the number of facts in scope, and the average length is that of the matching facts, so
     one query computes exact IDF without any stored statistics. A word of the lead-in counts
     LEAD_IN_WEIGHT of one of the fact's own words; a word in more than UBIQUITOUS_SHARE of the facts
-    (and in more than one) scores nothing, so facts matching only such words tie at the end."""
+    (and in more than one) scores nothing, so facts matching only such words tie at the end.
+    `scope_size`: N, if known (never taken below the facts matched); else counted here."""
     terms = keyword_query(query)
     if terms is None:
         return []
@@ -133,6 +140,10 @@ async def keyword(
     text = params.add(query)
     where = scope.where(params)
     lead = params.add(LEAD_IN_WEIGHT)
+    if scope_size is None:
+        n = f"(SELECT count(*) FROM memory_units m WHERE {where})"
+    else:
+        n = f"greatest({params.add(scope_size)}::bigint, (SELECT count(*) FROM matched))"
     rows = await conn.fetch(
         f"""
         WITH query_terms AS MATERIALIZED (
@@ -152,8 +163,7 @@ async def keyword(
         ),
         frequency AS (SELECT lexeme, count(*) AS df FROM hits GROUP BY lexeme),
         corpus AS MATERIALIZED (  -- counted once (inlined, each use of n would count the scope again)
-            SELECT (SELECT count(*) FROM memory_units m WHERE {where}) AS n,
-                   (SELECT greatest(avg(doc_length), 1) FROM matched) AS average_length
+            SELECT {n} AS n, (SELECT greatest(avg(doc_length), 1) FROM matched) AS average_length
         )
         SELECT h.id, round(sum(CASE WHEN f.df > 1 AND f.df > k.n * {UBIQUITOUS_SHARE} THEN 0 ELSE
             ln(1 + (k.n - f.df + 0.5) / (f.df + 0.5))

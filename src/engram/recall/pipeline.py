@@ -20,6 +20,7 @@ from engram.recall.filters import UnitFilter
 from engram.recall.include import include_chunks, include_entities, include_source_facts
 from engram.recall.neighbours import NEIGHBOUR_SOURCES, fetch_neighbours, share_with_neighbours
 from engram.recall.rows import fetch_candidates, result_payload
+from engram.recall.scope_size import facts_in_scope
 from engram.recall.scoring import best_first, fuse_scores, proof_factor, recency_factor, temporal_factor
 from engram.store.instants import OutOfCalendar, clamp, in_utc
 from engram.types import RecallRequest, RecallResponse
@@ -70,9 +71,13 @@ async def run_arms(
         async with pool.acquire() as conn:
             return await fn(conn, scope, *args)
 
+    size = await facts_in_scope(pool, scope)
+
     async def semantic_then_graph() -> tuple[arms.Ranked, arms.Ranked]:
         async with pool.acquire() as conn:  # one connection for both: the graph waits for the seeds anyway
-            semantic = await _timed("semantic", timings, arms.semantic(conn, scope, query_vector, limit, min_semantic))
+            semantic = await _timed(
+                "semantic", timings, arms.semantic(conn, scope, query_vector, limit, min_semantic, size)
+            )
             if not config.get("enable_graph_retrieval", True):
                 return semantic, []
             graph = await _timed("graph", timings, arms.graph(conn, scope, semantic, limit))
@@ -81,7 +86,7 @@ async def run_arms(
     tasks: dict[str, Any] = {"semantic+graph": semantic_then_graph()}
     if config.get("enable_text_search", True):
         words = keyword_text(request.query)
-        tasks["keyword"] = _timed("keyword", timings, with_conn(arms.keyword, words, limit, min_keyword))
+        tasks["keyword"] = _timed("keyword", timings, with_conn(arms.keyword, words, limit, min_keyword, size))
     if window is not None:
         tasks["temporal"] = _timed(
             "temporal", timings, with_conn(arms.temporal, query_vector, window[0], window[1], limit)

@@ -1,0 +1,49 @@
+"""How many facts a recall's scope holds, remembered for a few seconds.
+
+The keyword arm needs it (BM25's N) and the semantic arm decides by it between exact distances and
+the HNSW index. Counted on every recall it was the largest part of both at scale: an index-only scan
+over every fact in scope, ~8 ms at 16,000 facts under load, ten times that at 100,000. A count a few
+seconds old moves BM25's IDF by the facts written since (the keyword arm never lets N fall below the
+facts it matched), and this process forgets a bank's counts when it writes to it.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any
+
+from engram.recall.filters import UnitFilter
+from engram.store.sql import SqlParams
+
+TTL_SECONDS = 5.0
+MAX_ENTRIES = 4096
+
+_counts: dict[tuple[Any, ...], tuple[float, int]] = {}
+
+
+def _key(scope: UnitFilter) -> tuple[Any, ...]:
+    groups = json.dumps([g.model_dump(by_alias=True) for g in scope.tag_groups or []], sort_keys=True)
+    return (scope.bank_id, tuple(scope.fact_types), tuple(scope.tags or ()) if scope.tags is not None else None,
+            scope.tags_match, groups)
+
+
+async def facts_in_scope(conn: Any, scope: UnitFilter) -> int:
+    """The number of valid facts the scope sees (a connection or the pool)."""
+    key = _key(scope)
+    now = time.monotonic()
+    cached = _counts.get(key)
+    if cached is not None and now - cached[0] < TTL_SECONDS:
+        return cached[1]
+    params = SqlParams()
+    count = await conn.fetchval(f"SELECT count(*) FROM memory_units m WHERE {scope.where(params)}", *params.values)
+    if len(_counts) >= MAX_ENTRIES:
+        _counts.clear()
+    _counts[key] = (now, int(count))
+    return int(count)
+
+
+def forget_bank(bank_id: str) -> None:
+    """Drop the bank's counts (after this process wrote to it)."""
+    for key in [k for k in _counts if k[0] == bank_id]:
+        del _counts[key]
