@@ -122,3 +122,15 @@ def test_a_turn_that_needs_its_neighbour_is_found_through_it(http: httpx.Client,
     sofa = next(i for i, text in enumerate(ranked) if text.startswith("Melanie: We ordered a second-hand sofa"))
     assert ranked[0].startswith("Melanie: The Vespa still runs like new")
     assert rome < sofa, ranked
+
+
+def test_words_in_most_facts_bring_no_keyword_candidates(http: httpx.Client, bank_id: str) -> None:
+    """A query of only such words ("Caroline", "Melanie" name most turns) once made every fact matching
+    them a keyword candidate scoring 0: 300 of them, picked by id (so two ingests ranked differently),
+    fused as if all were the keyword arm's best."""
+    retain_chat(http, bank_id)
+    response = http.post(f"/v1/default/banks/{bank_id}/memories/recall",
+                         json={"query": "Caroline and Melanie", "trace": True})
+    assert response.status_code == 200, response.text
+    trace = response.json()["trace"]
+    assert "keyword" not in trace["arms"] or trace["arms"]["keyword"]["count"] == 0, trace["arms"]

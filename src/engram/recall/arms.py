@@ -130,7 +130,8 @@ async def keyword(
     one), N is the number of facts in scope, and the average length is that of the matching facts, so
     one query computes exact IDF without any stored statistics. A word of the lead-in counts
     LEAD_IN_WEIGHT of one of the fact's own words; a word in more than UBIQUITOUS_SHARE of the facts
-    (and in more than one) scores nothing, so facts matching only such words tie at the end.
+    (and in more than one) scores nothing, and a fact matching only such words is no candidate: they
+    all tied at 0, so which of them filled the list was chance (and a list of ties fused as all best).
     `scope_size`: N, if known (never taken below the facts matched); else counted here."""
     terms = keyword_query(query)
     if terms is None:
@@ -165,13 +166,16 @@ async def keyword(
         corpus AS MATERIALIZED (  -- counted once (inlined, each use of n would count the scope again)
             SELECT {n} AS n, (SELECT greatest(avg(doc_length), 1) FROM matched) AS average_length
         )
-        SELECT h.id, round(sum(CASE WHEN f.df > 1 AND f.df > k.n * {UBIQUITOUS_SHARE} THEN 0 ELSE
-            ln(1 + (k.n - f.df + 0.5) / (f.df + 0.5))
-            * h.tf * {BM25_K1 + 1} / (h.tf + {BM25_K1} * (1 - {BM25_B} + {BM25_B} * h.doc_length / k.average_length))
-        END)::numeric, {SCORE_DECIMALS})::float8 AS rank
-        FROM hits h JOIN frequency f USING (lexeme) CROSS JOIN corpus k
-        GROUP BY h.id
-        ORDER BY rank DESC, h.id
+        SELECT id, rank FROM (
+            SELECT h.id, round(sum(CASE WHEN f.df > 1 AND f.df > k.n * {UBIQUITOUS_SHARE} THEN 0 ELSE
+                ln(1 + (k.n - f.df + 0.5) / (f.df + 0.5))
+                * h.tf * {BM25_K1 + 1} / (h.tf + {BM25_K1} * (1 - {BM25_B} + {BM25_B} * h.doc_length / k.average_length))
+            END)::numeric, {SCORE_DECIMALS})::float8 AS rank
+            FROM hits h JOIN frequency f USING (lexeme) CROSS JOIN corpus k
+            GROUP BY h.id
+        ) scored
+        WHERE rank > 0  -- matching only words in over half the facts says nothing: no candidate
+        ORDER BY rank DESC, id
         LIMIT {params.add(limit)}
         """,
         *params.values,
