@@ -43,13 +43,24 @@ CLOCK = os.sysconf("SC_CLK_TCK")
 _CAPITALISED = re.compile(r"\b[A-Z][a-z]+(?:\s+[A-Z][a-z']+)*")
 
 
-def cpu_seconds(pids: list[int]) -> float:
+def cpu_seconds(pids: list[int], with_exited_children: bool = False) -> float:
+    """utime + stime of `pids`; with `with_exited_children`, also what their children that have exited
+    spent (cutime + cstime), so a PostgreSQL backend or autovacuum worker that ends inside a phase
+    does not take its CPU out of the total."""
     total = 0
     for pid in pids:
         with contextlib.suppress(OSError):
             fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
             total += int(fields[11]) + int(fields[12])
+            if with_exited_children:
+                total += int(fields[13]) + int(fields[14])
     return total / CLOCK
+
+
+def postgres_cpu_seconds(pgdata: Path) -> float:
+    """CPU of the postmaster and every backend, the ones that already exited included."""
+    pids = postgres_pids(pgdata)
+    return cpu_seconds(pids[:1], with_exited_children=True) + cpu_seconds(pids[1:])
 
 
 def postgres_pids(pgdata: Path) -> list[int]:
@@ -73,10 +84,10 @@ class CpuMeter:
 
     @contextlib.contextmanager
     def phase(self) -> Iterator[CpuMeter]:
-        server0, pg0 = cpu_seconds([self.server.pid]), cpu_seconds(postgres_pids(self.pgdata))
+        server0, pg0 = cpu_seconds([self.server.pid]), postgres_cpu_seconds(self.pgdata)
         yield self
         self.server_s = cpu_seconds([self.server.pid]) - server0
-        self.postgres_s = cpu_seconds(postgres_pids(self.pgdata)) - pg0
+        self.postgres_s = postgres_cpu_seconds(self.pgdata) - pg0
 
     def per_op_ms(self, ops: int) -> str:
         return f"server {self.server_s / ops * 1000:6.1f} ms   PostgreSQL {self.postgres_s / ops * 1000:6.1f} ms"
