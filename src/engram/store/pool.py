@@ -75,8 +75,11 @@ class Store:
             self.embedded.stop()
 
 
-async def open_store(settings: Settings, *, min_size: int = 2, max_size: int = 20) -> Store:
-    """Connect to `settings.database_url`, or start the embedded server under `settings.home`.
+async def open_store(settings: Settings, *, min_size: int = 2, max_size: int = 20,
+                     check_embedding_model: bool = True) -> Store:
+    """Connect to `settings.database_url`, or start the embedded server under `settings.home`; refuse
+    a database whose vectors another embedding model made (unless `check_embedding_model` is off, for
+    `engram reembed`).
 
     A configured URL that is wrong or unreachable is an error: it never falls back to the embedded
     server, so data can't silently land in the wrong place.
@@ -100,7 +103,8 @@ async def open_store(settings: Settings, *, min_size: int = 2, max_size: int = 2
         raise StoreUnavailable(f"cannot connect to PostgreSQL at {redact_dsn(dsn)}: {exc}") from exc
     try:
         await apply_migrations(conn)
-        await _claim_embedding_model(conn, settings.embedding_model)
+        if check_embedding_model:
+            await _claim_embedding_model(conn, settings.embedding_model)
     except BaseException:
         await conn.close()
         if embedded is not None:  # a refused start leaves no PostgreSQL running
