@@ -114,3 +114,19 @@ def test_reembed_moves_a_minilm_database_to_e5(isolated_dsn: str) -> None:
             assert "Fahrrad" in _recall(http, bank_id, "What colour is the new bicycle?")[0]
     finally:
         server.stop()
+
+
+def test_a_database_from_before_the_record_is_taken_as_minilms(isolated_dsn: str) -> None:
+    """Migration 016 on a database that already holds memories records them as MiniLM's (the only model
+    before it), so an E5 server does not take it over."""
+    from tests.conftest import _admin
+
+    server = start_server(isolated_dsn, name="minilm-before-016")
+    try:
+        with server.client() as http:
+            _retain(http, f"e5-{uuid.uuid4().hex[:8]}", "The quarterly budget review was moved to Friday afternoon.")
+    finally:
+        server.stop()
+    _admin(isolated_dsn, "DROP TABLE embedding_model; DELETE FROM schema_migrations WHERE version = 16")
+
+    assert "embedded with 'minilm', but ENGRAM_EMBEDDING_MODEL is 'e5-small'" in _refusal(isolated_dsn, E5)
