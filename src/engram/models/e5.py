@@ -47,11 +47,11 @@ class E5Embedder:
         self._model = _load_model(threads or default_threads())
 
     def embed(self, texts: list[str]) -> np.ndarray:
-        """Stored texts (facts, observations, mental models): "passage: " side. (len(texts), 384)."""
+        """What is stored and searched for (facts, sentences, observations): the "passage: " side."""
         return self._run(texts, query=False)
 
     def embed_queries(self, texts: list[str]) -> np.ndarray:
-        """What is searched with (recall queries, label descriptions): "query: " side."""
+        """What is searched with (queries, label descriptions, mental models): the "query: " side."""
         return self._run(texts, query=True)
 
     def _run(self, texts: list[str], *, query: bool) -> np.ndarray:

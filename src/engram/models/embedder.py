@@ -2,9 +2,10 @@
 all-MiniLM-L6-v2, int8 ONNX weights on onnxruntime with the model's own WordPiece tokenizer) or
 `e5-small` (multilingual-E5-small, `engram.models.e5`). No torch, no network; loaded once, on first use.
 
-Every embedder has two sides: `embed(texts)` for what is stored (facts, observations, mental models) and
-`embed_queries(texts)` / `embed_query(text)` for what is searched with. MiniLM embeds both alike; E5
-prefixes them differently, which is why the distinction matters."""
+Every embedder has two sides: `embed(texts)` for what is stored and searched for (facts, their sentences,
+observations) and `embed_queries(texts)` / `embed_query(text)` for what is searched with (queries, label
+descriptions, mental models' standing questions, which are matched against questions). MiniLM embeds
+both alike; E5 prefixes them differently, which is why the distinction matters."""
 
 from __future__ import annotations
 
