@@ -58,9 +58,14 @@ def _fetch_vector(dsn: str, sql: str) -> list[float]:
 
 
 def _refusal(dsn: str, env: dict[str, str]) -> str:
-    with pytest.raises(RuntimeError, match="server exited") as refused:
-        start_server(dsn, env, name="refused")
-    return str(refused.value)
+    """The log of a server that must not start (one that does is stopped, and the test fails)."""
+    try:
+        server = start_server(dsn, env, name="refused")
+    except RuntimeError as refused:
+        assert "server exited" in str(refused)
+        return str(refused)
+    server.stop()
+    pytest.fail("the server started")
 
 
 def test_an_e5_server_finds_a_german_fact_by_an_english_question(isolated_dsn: str) -> None:
