@@ -1,6 +1,6 @@
 """LoCoMo retrieval benchmark: turn-level evidence recall@5/@10/@50 of Engram's recall (no LLM), next to
-plain BM25 and plain dense retrieval (the same MiniLM embedder) over the raw turns, computed in the same
-run; plus ingest throughput and recall latency.
+plain BM25 and plain dense retrieval (the server's own embedder) over the raw turns, computed in the same
+run; plus ingest throughput, recall latency and the server's memory.
 
 Each conversation goes into its own bank, one retain item per session (timestamp = the session's date).
 Every QA of categories 1-4 is asked as a recall query (`query_timestamp` = the last session's date); a
@@ -17,6 +17,7 @@ Prints a table and the command that reproduces it; asserts nothing.
 
     .venv/bin/python bench/locomo_recall.py                       # the dev split, a few minutes
     .venv/bin/python bench/locomo_recall.py --conversations 1     # smoke run
+    .venv/bin/python bench/locomo_recall.py --embedding-model e5-small   # ENGRAM_EMBEDDING_MODEL's values
 """
 
 from __future__ import annotations
@@ -54,7 +55,7 @@ CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
 SESSION_DATE = "%I:%M %p on %d %B, %Y"  # "1:56 pm on 8 May, 2023"
 _EVIDENCE = re.compile(r"D:?(\d+):(\d+)")  # also reads the data's typos "D:11:26" and "D8:6; D9:17"
 METHODS = ("engram", "bm25", "dense")
-TITLES = {"engram": "Engram", "bm25": "BM25", "dense": "dense (MiniLM)"}
+TITLES = {"engram": "Engram", "bm25": "BM25", "dense": "dense ({model})"}
 
 
 # --- the data ----------------------------------------------------------------------------------------------
@@ -271,7 +272,7 @@ def _free_port() -> int:
 
 
 @contextlib.contextmanager
-def engram_server(workdir: Path) -> Iterator[Server]:
+def engram_server(workdir: Path, embedding_model: str = "minilm") -> Iterator[Server]:
     """`engram serve` with no LLM on an embedded PostgreSQL in `workdir`; both stopped on exit."""
     from engram.store.embedded import EmbeddedPostgres
 
@@ -281,7 +282,8 @@ def engram_server(workdir: Path) -> Iterator[Server]:
     try:
         port = _free_port()
         env = {k: v for k, v in os.environ.items() if not k.startswith(("ENGRAM_", "HINDSIGHT_API_"))}
-        env.update({"ENGRAM_HOME": str(workdir / "home"), "ENGRAM_DATABASE_URL": dsn, "ENGRAM_LOG_LEVEL": "WARNING"})
+        env.update({"ENGRAM_HOME": str(workdir / "home"), "ENGRAM_DATABASE_URL": dsn, "ENGRAM_LOG_LEVEL": "WARNING",
+                    "ENGRAM_EMBEDDING_MODEL": embedding_model})
         log_path = workdir / "server.log"
         process = subprocess.Popen(
             [sys.executable, "-m", "engram.cli", "serve", "--host", "127.0.0.1", "--port", str(port)],
@@ -335,6 +337,18 @@ class Run:
     indexes: list[TurnIndex] = field(default_factory=list)
     baseline_seconds: float = 0.0
     errors: int = 0
+    server_memory_mb: dict[str, float] = field(default_factory=dict)
+
+
+def process_memory_mb(pid: int) -> dict[str, float]:
+    """VmRSS (now) and VmHWM (peak) of a process, in MB (Linux; empty elsewhere)."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return {}
+    fields = dict(line.split(":", 1) for line in status.splitlines() if ":" in line)
+    return {name: round(int(fields[key].split()[0]) / 1024, 1)
+            for name, key in (("rss", "VmRSS"), ("peak", "VmHWM")) if key in fields}
 
 
 def evidence_recall(evidence: tuple[str, ...], ranked_turns: list[str | None]) -> dict[int, float]:
@@ -394,7 +408,7 @@ def run_baselines(conversation: Conversation, run: Run, dump: list[dict[str, Any
     lines = [turn.line for turn in turns]
     bm25 = BM25(lines)
     vectors = embedder().embed(lines)
-    query_vectors = embedder().embed([q.text for q in conversation.questions])
+    query_vectors = embedder().embed_queries([q.text for q in conversation.questions])
     for question, query_vector, record in zip(conversation.questions, query_vectors, dump, strict=True):
         by_bm25 = [turns[i].dia_id for i in bm25.rank(question.text)]
         by_dense = [turns[i].dia_id for i in dense_rank(vectors, query_vector)]
@@ -458,6 +472,8 @@ def summary(run: Run, conversations: list[Conversation], dropped: Dropped, args:
                               "over_1s": sum(s > 1 for s in run.latencies),
                               "errors": run.errors},
         "recall_request": {"budget": "mid", "max_tokens": args.max_tokens},
+        "embedding_model": args.embedding_model,
+        "server_memory_mb": run.server_memory_mb,
         "results_per_query": {"min": min(run.result_counts, default=0),
                               "median": percentile([float(c) for c in run.result_counts], 0.5),
                               "below_50": sum(c < 50 for c in run.result_counts)},
@@ -478,7 +494,7 @@ def print_table(report: dict[str, Any], command: str) -> None:
     header = f"{'':20} {'n':>5}"
     rule = f"{'-' * 20} {'-' * 5}"
     for method in METHODS:
-        header += f"   {TITLES[method]:<20}"
+        header += f"   {TITLES[method].format(model=report['embedding_model']):<20}"
         rule += f"   {'-' * 20}"
     print(header)
     print(f"{'':26}" + ("   " + " ".join(f"{f'R@{k}':>6}" for k in KS)) * len(METHODS))
@@ -499,6 +515,10 @@ def print_table(report: dict[str, Any], command: str) -> None:
           f"{latency['errors']} failed, counted as misses); "
           f"results per query: min {counts['min']}, median {counts['median']:.0f}, "
           f"{counts['below_50']} queries with fewer than 50")
+    memory = report["server_memory_mb"]
+    if memory:
+        print(f"server (engram serve, embedder {report['embedding_model']}): RSS {memory.get('rss', 0):,.0f} MB "
+              f"after the recalls, peak {memory.get('peak', 0):,.0f} MB")
     origin = report["provenance"]
     dropped = report["dropped_questions"]
     print(f"turn provenance of recalled facts: {origin['mapped']:,} mapped, {origin['ambiguous']} ambiguous "
@@ -522,6 +542,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--no-captions", dest="captions", action="store_false",
                         help="leave out the captions of shared photos (kept by default, for all three methods)")
     parser.add_argument("--dump", type=Path, help="write each question's evidence and top results as JSONL")
+    parser.add_argument("--embedding-model", default=os.environ.get("ENGRAM_EMBEDDING_MODEL") or "minilm",
+                        help="the server's and the dense baseline's ENGRAM_EMBEDDING_MODEL (default: %(default)s)")
     parser.add_argument("--bank-config", type=json.loads, metavar="JSON",
                         help='bank config overrides for an ablation, e.g. \'{"enable_graph_retrieval": false}\'')
     return parser.parse_args(argv)
@@ -539,12 +561,17 @@ def main(argv: list[str] | None = None) -> int:
     dump: list[dict[str, Any]] = []
     workdir = Path(tempfile.mkdtemp(prefix="engram-locomo-"))
     try:
-        with engram_server(workdir) as server, httpx.Client(base_url=server.url, timeout=1800) as http:
+        with engram_server(workdir, args.embedding_model) as server, \
+                httpx.Client(base_url=server.url, timeout=1800) as http:
             for conversation in conversations:
                 run_engram(http, conversation, run, args, dump)
+            run.server_memory_mb = process_memory_mb(server.process.pid)
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
     print("baselines: BM25 and dense over the raw turns…", flush=True)
+    from engram.models.embedder import use_model
+
+    use_model(args.embedding_model)
     offset = 0
     for conversation in conversations:
         run_baselines(conversation, run, dump[offset:offset + len(conversation.questions)])

@@ -21,7 +21,7 @@ EXAMPLES = """examples:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from engram import cli_client, cli_import, cli_server, cli_transfer
+    from engram import cli_client, cli_import, cli_reembed, cli_server, cli_transfer
 
     common = global_options()
     parser = argparse.ArgumentParser(
@@ -34,6 +34,7 @@ def build_parser() -> argparse.ArgumentParser:
     cli_client.add_commands(sub, common)
     cli_import.add_commands(sub, common)
     cli_transfer.add_commands(sub, common)
+    cli_reembed.add_commands(sub, common)
     return parser
 
 

@@ -67,3 +67,10 @@ class StoreUnavailable(EngramError):
     """The database cannot be reached or started."""
 
     status = 503
+
+
+class EmbeddingModelError(EngramError):
+    """ENGRAM_EMBEDDING_MODEL names a model that is unknown, not installed, or not the one that embedded
+    the database's stored vectors."""
+
+    status = 503

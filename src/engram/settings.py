@@ -110,6 +110,7 @@ class Settings:
     llm_context_tokens: int = 4096  # the context window of the `local` provider's model
     llm_vision: bool = False  # the (OpenAI-compatible) model reads images: retain sends it image blocks
     reranker_model_path: str | None = None
+    embedding_model: str = "minilm"  # engram.models.embedder.MODELS; the database records which one it holds
     worker_enabled: bool = True
     worker_poll_interval: float = 0.5
     operation_lease_seconds: float = 300.0
@@ -165,6 +166,7 @@ class Settings:
             llm_context_tokens=get("llm_context_tokens", 4096),
             llm_vision=get("llm_vision", False),
             reranker_model_path=get("reranker_model_path", None),
+            embedding_model=get("embedding_model", "minilm").strip().lower(),
             worker_enabled=get("worker_enabled", True),
             worker_poll_interval=get("worker_poll_interval", 0.5),
             operation_lease_seconds=get("operation_lease_seconds", 300.0),

@@ -66,8 +66,10 @@ def _warm_models() -> None:
 async def open_services(settings: Settings) -> Services:
     from engram.llm import from_settings
     from engram.llm.metered import MeteredProvider
+    from engram.models.embedder import use_model
     from engram.store.pool import open_store
 
+    use_model(settings.embedding_model)  # an unknown or missing model stops the start before the database
     store = await open_store(settings)
     try:
         llm = from_settings(settings)

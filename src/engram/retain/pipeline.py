@@ -236,7 +236,7 @@ def _label_offline(groups: list[LabelGroup], pending: list[_PendingUnit]) -> Non
     if not pending:
         return
     vectors = np.stack([p.row.embedding for p in pending])
-    for p, (labels, tags) in zip(pending, classify(groups, vectors, embedder().embed)):
+    for p, (labels, tags) in zip(pending, classify(groups, vectors, embedder().embed_queries)):
         p.fact.labels = labels
         p.row.tags = list(dict.fromkeys([*p.row.tags, *tags]))
 

@@ -98,8 +98,11 @@ class Store:
             self.embedded.stop()
 
 
-async def open_store(settings: Settings, *, min_size: int = 2, max_size: int = 20) -> Store:
-    """Connect to `settings.database_url`, or start the embedded server under `settings.home`.
+async def open_store(settings: Settings, *, min_size: int = 2, max_size: int = 20,
+                     check_embedding_model: bool = True) -> Store:
+    """Connect to `settings.database_url`, or start the embedded server under `settings.home`; refuse
+    a database whose vectors another embedding model made (unless `check_embedding_model` is off, for
+    `engram reembed`).
 
     A configured URL that is wrong or unreachable is an error: it never falls back to the embedded
     server, so data can't silently land in the wrong place.
@@ -123,8 +126,14 @@ async def open_store(settings: Settings, *, min_size: int = 2, max_size: int = 2
         raise StoreUnavailable(f"cannot connect to PostgreSQL at {redact_dsn(dsn)}: {exc}") from exc
     try:
         await apply_migrations(conn)
-    finally:
+        if check_embedding_model:
+            await _claim_embedding_model(conn, settings.embedding_model)
+    except BaseException:
         await conn.close()
+        if embedded is not None:  # a refused start leaves no PostgreSQL running
+            embedded.stop()
+        raise
+    await conn.close()
     pool = await asyncpg.create_pool(
         dsn, min_size=min_size, max_size=max_size, init=_init_connection, command_timeout=300,
         server_settings=SESSION_SETTINGS, reset=_keep_session,
@@ -136,6 +145,14 @@ async def open_store(settings: Settings, *, min_size: int = 2, max_size: int = 2
         store.supervisor = PostgresSupervisor(embedded, pool)
         store.supervisor.start()
     return store
+
+
+async def _claim_embedding_model(conn: asyncpg.Connection, name: str) -> None:
+    from engram.models.embedder import embedding_model
+    from engram.store.embedding_model import claim_model
+
+    model = embedding_model(name)
+    await claim_model(conn, model.name, model.dimensions)
 
 
 # What a database that is restarting, shutting down or out of reach raises.

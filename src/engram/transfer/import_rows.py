@@ -183,7 +183,8 @@ def embed_models(models: list[dict[str, Any]]) -> list[Any]:
         return []
     from engram.models.embedder import embedder
 
-    return embedder().embed([f"{m['name']}: {m['source_query']}" for m in models])
+    # a standing question, matched against questions: the query side, as mental_models.py embeds it
+    return embedder().embed_queries([f"{m['name']}: {m['source_query']}" for m in models])
 
 
 def mental_model_history(archive: Archive) -> list[tuple]:
