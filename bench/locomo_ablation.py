@@ -6,6 +6,7 @@ conversations as `locomo_recall.py` does and asks every question once. For each 
 every arm's ranking, and the rankings Engram would get without a part:
 
 - the keyword arm without lead-ins (a lead-in word weighs 0 instead of 0.5),
+- the keyword arm without the facts' dates (a date word weighs 0 instead of 0.5),
 - the keyword arm ranked by PostgreSQL's `ts_rank_cd` instead of BM25 (same index, lead-ins included),
 - the semantic arm with each fact's own vector only (no sentence vectors; the graph arm keeps the
   seeds it had),
@@ -48,6 +49,7 @@ FULL = {"semantic": "semantic", "keyword": "keyword", "graph": "graph", "tempora
 VARIANTS = [
     ("everything (replayed)", FULL, "scores"),
     ("without lead-ins", {**FULL, "keyword": "keyword_without_lead_in"}, "scores"),
+    ("without the facts' dates", {**FULL, "keyword": "keyword_without_dates"}, "scores"),
     ("ts_rank_cd instead of BM25", {**FULL, "keyword": "keyword_ts_rank_cd"}, "scores"),
     ("one vector per fact", {**FULL, "semantic": "semantic_own_vector"}, "scores"),
     ("without the temporal arm", {k: v for k, v in FULL.items() if k != "temporal"}, "scores"),
@@ -83,12 +85,13 @@ async def variant_rankings(services: Any, scope: Any, query: str, query_vector: 
     words = keyword_text(query)  # what recall's keyword arm searches
     found: dict[str, Ranked] = {}
     async with services.pool.acquire() as conn:
-        weight = arms.LEAD_IN_WEIGHT
-        arms.LEAD_IN_WEIGHT = 0.0
-        try:
-            found["keyword_without_lead_in"] = await arms.keyword(conn, scope, words, limit, None)
-        finally:
-            arms.LEAD_IN_WEIGHT = weight
+        for name, setting in (("keyword_without_lead_in", "LEAD_IN_WEIGHT"), ("keyword_without_dates", "DATE_WEIGHT")):
+            weight = getattr(arms, setting)
+            setattr(arms, setting, 0.0)
+            try:
+                found[name] = await arms.keyword(conn, scope, words, limit, None)
+            finally:
+                setattr(arms, setting, weight)
         found["keyword_with_excluded_words"] = await arms.keyword(conn, scope, query, limit, None)
         terms = arms.keyword_query(words)
         params = SqlParams()
