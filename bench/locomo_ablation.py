@@ -15,7 +15,8 @@ every arm's ranking, and the rankings Engram would get without a part:
 Then Engram's own fusion and final scoring (`engram.recall.scoring`, `engram.recall.pipeline._score`)
 are replayed over those rankings, once with everything and once per variant (two variants change the
 fusion instead: a fixed keyword weight, and reciprocal rank fusion as before; one leaves out the
-share of a fused score each conversation neighbour gets); the first line also
+share of a fused score each conversation neighbour gets, one the share of its document's best score
+each candidate gets); the first line also
 shows what recall itself returned, which the full replay must match. Prints a table and the command
 that reproduces it; asserts nothing.
 
@@ -58,6 +59,7 @@ VARIANTS = [
     ("fixed keyword weight", FULL, "fixed"),
     ("RRF instead of score fusion", FULL, "rrf"),
     ("without neighbours' shares", FULL, "no neighbours"),
+    ("without the document's share", FULL, "no document share"),
 ]
 # Each fact's conversation neighbours (engram.recall.neighbours), read once per bank after the ingest.
 NEIGHBOURS: dict[uuid.UUID, list[uuid.UUID]] = {}
@@ -169,6 +171,7 @@ def capture(args: argparse.Namespace) -> tuple[list[Capture], dict[uuid.UUID, An
 def replay(item: Capture, arms: dict[str, str], fusion: str, rows: dict[uuid.UUID, Any]) -> list[uuid.UUID]:
     """Engram's fusion (or a variant of it) and final scoring over the chosen rankings, best first."""
     from engram.recall import scoring
+    from engram.recall.documents import share_document_best
     from engram.recall.neighbours import NEIGHBOUR_SOURCES, share_with_neighbours
     from engram.recall.pipeline import _score
 
@@ -187,6 +190,8 @@ def replay(item: Capture, arms: dict[str, str], fusion: str, rows: dict[uuid.UUI
     if fusion != "no neighbours":
         fused = share_with_neighbours(fused, scoring.best_first(fused)[:NEIGHBOUR_SOURCES], NEIGHBOURS)
     top = scoring.best_first(fused)[:300]
+    if fusion != "no document share":
+        fused = share_document_best(fused, top, rows)
     return [unit for _, unit, _ in _score(top, rows, fused, {}, {}, item.now, item.window)]
 
 
