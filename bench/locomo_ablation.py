@@ -16,7 +16,7 @@ Then Engram's own fusion and final scoring (`engram.recall.scoring`, `engram.rec
 are replayed over those rankings, once with everything and once per variant (two variants change the
 fusion instead: a fixed keyword weight, and reciprocal rank fusion as before; one leaves out the
 share of a fused score each conversation neighbour gets, one the share of its document's best score
-each candidate gets); the first line also
+each candidate gets; an arm alone is replayed with neighbours' shares, without the document's); the first line also
 shows what recall itself returned, which the full replay must match. Prints a table and the command
 that reproduces it; asserts nothing.
 
@@ -190,7 +190,7 @@ def replay(item: Capture, arms: dict[str, str], fusion: str, rows: dict[uuid.UUI
     if fusion != "no neighbours":
         fused = share_with_neighbours(fused, scoring.best_first(fused)[:NEIGHBOUR_SOURCES], NEIGHBOURS)
     top = scoring.best_first(fused)[:300]
-    if fusion != "no document share":
+    if fusion not in ("no document share", "alone"):
         fused = share_document_best(fused, top, rows)
     return [unit for _, unit, _ in _score(top, rows, fused, {}, {}, item.now, item.window)]
 
@@ -231,7 +231,7 @@ def main(argv: list[str] | None = None) -> int:
         results[name] = figures([evidence_recall(c.evidence, r) for c, r in zip(captures, ranked, strict=True)],
                                 categories)
     for source in ALONE:
-        ranked = [[turn_of[u] for u in replay(c, {"semantic": source}, "scores", rows)] for c in captures]
+        ranked = [[turn_of[u] for u in replay(c, {"semantic": source}, "alone", rows)] for c in captures]
         results[f"{source} arm alone"] = figures(
             [evidence_recall(c.evidence, r) for c, r in zip(captures, ranked, strict=True)], categories)
 
