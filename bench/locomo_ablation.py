@@ -6,6 +6,7 @@ conversations as `locomo_recall.py` does and asks every question once. For each 
 every arm's ranking, and the rankings Engram would get without a part:
 
 - the keyword arm without lead-ins (a lead-in word weighs 0 instead of 0.5),
+- the keyword arm without the facts' dates (a date word weighs 0 instead of 0.5),
 - the keyword arm ranked by PostgreSQL's `ts_rank_cd` instead of BM25 (same index, lead-ins included),
 - the semantic arm with each fact's own vector only (no sentence vectors; the graph arm keeps the
   seeds it had),
@@ -14,7 +15,8 @@ every arm's ranking, and the rankings Engram would get without a part:
 Then Engram's own fusion and final scoring (`engram.recall.scoring`, `engram.recall.pipeline._score`)
 are replayed over those rankings, once with everything and once per variant (two variants change the
 fusion instead: a fixed keyword weight, and reciprocal rank fusion as before; one leaves out the
-share of a fused score each conversation neighbour gets); the first line also
+share of a fused score each conversation neighbour gets, one the share of its document's best score
+each candidate gets; an arm alone is replayed with neighbours' shares, without the document's); the first line also
 shows what recall itself returned, which the full replay must match. Prints a table and the command
 that reproduces it; asserts nothing.
 
@@ -48,6 +50,7 @@ FULL = {"semantic": "semantic", "keyword": "keyword", "graph": "graph", "tempora
 VARIANTS = [
     ("everything (replayed)", FULL, "scores"),
     ("without lead-ins", {**FULL, "keyword": "keyword_without_lead_in"}, "scores"),
+    ("without the facts' dates", {**FULL, "keyword": "keyword_without_dates"}, "scores"),
     ("ts_rank_cd instead of BM25", {**FULL, "keyword": "keyword_ts_rank_cd"}, "scores"),
     ("one vector per fact", {**FULL, "semantic": "semantic_own_vector"}, "scores"),
     ("without the temporal arm", {k: v for k, v in FULL.items() if k != "temporal"}, "scores"),
@@ -56,6 +59,7 @@ VARIANTS = [
     ("fixed keyword weight", FULL, "fixed"),
     ("RRF instead of score fusion", FULL, "rrf"),
     ("without neighbours' shares", FULL, "no neighbours"),
+    ("without the document's share", FULL, "no document share"),
 ]
 # Each fact's conversation neighbours (engram.recall.neighbours), read once per bank after the ingest.
 NEIGHBOURS: dict[uuid.UUID, list[uuid.UUID]] = {}
@@ -83,12 +87,13 @@ async def variant_rankings(services: Any, scope: Any, query: str, query_vector: 
     words = keyword_text(query)  # what recall's keyword arm searches
     found: dict[str, Ranked] = {}
     async with services.pool.acquire() as conn:
-        weight = arms.LEAD_IN_WEIGHT
-        arms.LEAD_IN_WEIGHT = 0.0
-        try:
-            found["keyword_without_lead_in"] = await arms.keyword(conn, scope, words, limit, None)
-        finally:
-            arms.LEAD_IN_WEIGHT = weight
+        for name, setting in (("keyword_without_lead_in", "LEAD_IN_WEIGHT"), ("keyword_without_dates", "DATE_WEIGHT")):
+            weight = getattr(arms, setting)
+            setattr(arms, setting, 0.0)
+            try:
+                found[name] = await arms.keyword(conn, scope, words, limit, None)
+            finally:
+                setattr(arms, setting, weight)
         found["keyword_with_excluded_words"] = await arms.keyword(conn, scope, query, limit, None)
         terms = arms.keyword_query(words)
         params = SqlParams()
@@ -166,6 +171,7 @@ def capture(args: argparse.Namespace) -> tuple[list[Capture], dict[uuid.UUID, An
 def replay(item: Capture, arms: dict[str, str], fusion: str, rows: dict[uuid.UUID, Any]) -> list[uuid.UUID]:
     """Engram's fusion (or a variant of it) and final scoring over the chosen rankings, best first."""
     from engram.recall import scoring
+    from engram.recall.documents import share_document_best
     from engram.recall.neighbours import NEIGHBOUR_SOURCES, share_with_neighbours
     from engram.recall.pipeline import _score
 
@@ -184,6 +190,8 @@ def replay(item: Capture, arms: dict[str, str], fusion: str, rows: dict[uuid.UUI
     if fusion != "no neighbours":
         fused = share_with_neighbours(fused, scoring.best_first(fused)[:NEIGHBOUR_SOURCES], NEIGHBOURS)
     top = scoring.best_first(fused)[:300]
+    if fusion not in ("no document share", "alone"):
+        fused = share_document_best(fused, top, rows)
     return [unit for _, unit, _ in _score(top, rows, fused, {}, {}, item.now, item.window)]
 
 
@@ -223,7 +231,7 @@ def main(argv: list[str] | None = None) -> int:
         results[name] = figures([evidence_recall(c.evidence, r) for c, r in zip(captures, ranked, strict=True)],
                                 categories)
     for source in ALONE:
-        ranked = [[turn_of[u] for u in replay(c, {"semantic": source}, "scores", rows)] for c in captures]
+        ranked = [[turn_of[u] for u in replay(c, {"semantic": source}, "alone", rows)] for c in captures]
         results[f"{source} arm alone"] = figures(
             [evidence_recall(c.evidence, r) for c, r in zip(captures, ranked, strict=True)], categories)
 

@@ -118,6 +118,10 @@ BM25_K1 = 1.2
 BM25_B = 0.75
 LEAD_IN_WEIGHT = 0.5
 UBIQUITOUS_SHARE = 0.5
+# How much a word of the fact's date (its day, month name and year, indexed at weight C by migration
+# 015) counts next to one of the fact itself: "in May 2023" finds the turns of May 2023's sessions,
+# whose own words never say when they were said.
+DATE_WEIGHT = 0.5
 
 
 async def keyword(
@@ -129,10 +133,11 @@ async def keyword(
     Document frequencies are counted among the matching facts (every fact containing a query word is
     one), N is the number of facts in scope, and the average length is that of the matching facts, so
     one query computes exact IDF without any stored statistics. A word of the lead-in counts
-    LEAD_IN_WEIGHT of one of the fact's own words; a word in more than UBIQUITOUS_SHARE of the facts
-    (and in more than one) scores nothing, and a fact matching only such words is no candidate: they
-    all tied at 0, so which of them filled the list was chance (and a list of ties fused as all best).
-    `scope_size`: N, if known (never taken below the facts matched); else counted here."""
+    LEAD_IN_WEIGHT of one of the fact's own words, a word of its date DATE_WEIGHT; a word in more than
+    UBIQUITOUS_SHARE of the facts (and in more than one) scores nothing, and a fact matching only such
+    words is no candidate: they all tied at 0, so which of them filled the list was chance (and a list
+    of ties fused as all best). `scope_size`: N, if known (never taken below the facts matched); else
+    counted here."""
     terms = keyword_query(query)
     if terms is None:
         return []
@@ -141,6 +146,7 @@ async def keyword(
     text = params.add(query)
     where = scope.where(params)
     lead = params.add(LEAD_IN_WEIGHT)
+    dated = params.add(DATE_WEIGHT)
     if scope_size is None:
         n = f"(SELECT count(*) FROM memory_units m WHERE {where})"
     else:
@@ -155,10 +161,11 @@ async def keyword(
             FROM memory_units m
             WHERE {where} AND m.search @@ to_tsquery('english', {tsquery})
         ),
-        hits AS (  -- a lexeme's weights list one letter per occurrence: A in the fact, B in its lead-in
-            SELECT c.id, c.doc_length, u.lexeme,
+        hits AS (  -- a lexeme's weights list one letter per occurrence: A in the fact, B in its lead-in,
+            SELECT c.id, c.doc_length, u.lexeme,  -- C in its date
                    cardinality(array_positions(u.weights, 'A'))
-                   + {lead}::float8 * (cardinality(u.weights) - cardinality(array_positions(u.weights, 'A'))) AS tf
+                   + {lead}::float8 * cardinality(array_positions(u.weights, 'B'))
+                   + {dated}::float8 * cardinality(array_positions(u.weights, 'C')) AS tf
             FROM matched c CROSS JOIN LATERAL unnest(c.search) u
             JOIN query_terms q ON q.lexeme = u.lexeme
         ),

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from engram.errors import BankNotFound, InvalidInput
 from engram.recall import arms
 from engram.recall.budget import fill_budget
+from engram.recall.documents import share_document_best
 from engram.recall.exclusion import keyword_text
 from engram.recall.filters import UnitFilter
 from engram.recall.include import include_chunks, include_entities, include_source_facts
@@ -128,6 +129,7 @@ async def recall_payload(services: Services, bank_id: str, request: RecallReques
     fused = await _with_neighbours(services, scope, fuse_scores(ranked), timings)
     top_ids = best_first(fused)[:limit]
     rows = await _timed("fetch", timings, fetch_candidates(services.pool, top_ids, query_vector))
+    fused = share_document_best(fused, top_ids, rows)
 
     reranked = await _rerank(services, config, request.query, top_ids, rows, timings)
     scored = _score(top_ids, rows, fused, reranked, dict(ranked.get("keyword", [])), now, window)
