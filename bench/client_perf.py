@@ -18,7 +18,6 @@ import argparse
 import contextlib
 import os
 import re
-import shlex
 import shutil
 import subprocess
 import sys
@@ -33,7 +32,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from latency import Server, create_database, percentile, rss_mb, spawn  # noqa: E402
+from latency import Server, create_database, percentile, reproduce_line, rss_mb, spawn, uptime  # noqa: E402
 from synthetic import facts, questions  # noqa: E402
 
 from engram.store.embedded import EmbeddedPostgres  # noqa: E402
@@ -267,19 +266,19 @@ def main(argv: list[str] | None = None) -> int:
         if llm is not None:
             llm.start()
             env.update(llm.settings_env())
-        print(f"uptime: {subprocess.run(['uptime'], capture_output=True, text=True).stdout.strip()}", flush=True)
+        print(f"uptime: {uptime()}", flush=True)
         server = spawn(workdir / "server", env, "client-perf")
         try:
             run(args, server, postgres.pgdata)
         finally:
             server.stop()
-        print(f"uptime: {subprocess.run(['uptime'], capture_output=True, text=True).stdout.strip()}")
+        print(f"uptime: {uptime()}")
     finally:
         if llm is not None:
             llm.stop()
         postgres.stop()
         shutil.rmtree(workdir, ignore_errors=True)
-    print("reproduce: " + " ".join(shlex.quote(a) for a in [".venv/bin/python", "bench/client_perf.py", *sys.argv[1:]]))
+    print(reproduce_line("bench/client_perf.py"))
     return 0
 
 

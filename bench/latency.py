@@ -129,6 +129,16 @@ def create_database(dsn: str, name: str) -> str:
 # --- figures ----------------------------------------------------------------------------------------------
 
 
+def uptime() -> str:
+    """`uptime`'s line: the machine's load beside a benchmark's figures."""
+    return subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
+
+
+def reproduce_line(script: str) -> str:
+    """The command line that reran this benchmark, as `reproduce: …`."""
+    return "reproduce: " + " ".join(shlex.quote(a) for a in [".venv/bin/python", script, *sys.argv[1:]])
+
+
 def percentile(samples: list[float], q: float) -> float:
     ordered = sorted(samples)
     return ordered[min(len(ordered) - 1, max(0, round(q * (len(ordered) - 1))))]

@@ -12,9 +12,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import shlex
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
@@ -26,7 +24,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
 from client_perf import CpuMeter, count, ms, postgres_pids  # noqa: E402
-from latency import create_database, spawn  # noqa: E402
+from latency import create_database, reproduce_line, spawn, uptime  # noqa: E402
 from synthetic import facts, questions  # noqa: E402
 
 from engram.store.embedded import EmbeddedPostgres  # noqa: E402
@@ -116,7 +114,7 @@ def run(args: argparse.Namespace, server: Any, pgdata: Path, dsn: str) -> None:
         tables = ", ".join(f"{k} {v:.0f}" for k, v in per.items() if k != "database" and v >= 1)
         print(f"  on disk: {sizes['database'] / 2**20:.0f} MB, {per['database']:.0f} bytes a memory "
               f"(per memory: {tables})", flush=True)
-        print(f"  uptime: {subprocess.run(['uptime'], capture_output=True, text=True).stdout.strip()}", flush=True)
+        print(f"  uptime: {uptime()}", flush=True)
     client.close()
 
 
@@ -141,7 +139,7 @@ def main(argv: list[str] | None = None) -> int:
     postgres = EmbeddedPostgres(workdir / "pg-shared")
     try:
         dsn = create_database(postgres.start(), "scale")
-        print(f"uptime: {subprocess.run(['uptime'], capture_output=True, text=True).stdout.strip()}", flush=True)
+        print(f"uptime: {uptime()}", flush=True)
         server = spawn(workdir / "server", {"ENGRAM_DATABASE_URL": dsn}, "scale")
         try:
             run(args, server, postgres.pgdata, dsn)
@@ -150,7 +148,7 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         postgres.stop()
         shutil.rmtree(workdir, ignore_errors=True)
-    print("reproduce: " + " ".join(shlex.quote(a) for a in [".venv/bin/python", "bench/scale.py", *sys.argv[1:]]))
+    print(reproduce_line("bench/scale.py"))
     return 0
 
 

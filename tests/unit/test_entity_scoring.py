@@ -99,15 +99,7 @@ def test_the_spelling_shortcut_never_changes_the_answer() -> None:
     import random
 
     from engram.retain.entity_scoring import _close_spelling
-
-    def distance(a: str, b: str) -> int:
-        previous = list(range(len(b) + 1))
-        for i, char_a in enumerate(a, start=1):
-            current = [i]
-            for j, char_b in enumerate(b, start=1):
-                current.append(min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (char_a != char_b)))
-            previous = current
-        return previous[-1]
+    from engram.retain.entity_scoring import edit_distance as distance
 
     def edited(text: str, rng: random.Random) -> str:
         chars = list(text)

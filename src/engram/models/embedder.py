@@ -79,11 +79,19 @@ def session_options(threads: int | None = None) -> Any:
 
 def packaged_or_fast_model(packaged: Path) -> Path:
     """The cached faster build of the packaged model (`fast_model`), unless `ENGRAM_FAST_EMBEDDER=false`."""
-    import os
-
-    if os.environ.get("ENGRAM_FAST_EMBEDDER", "true").strip().lower() in ("0", "false", "no", "off"):
-        return packaged
     from engram.models.fast_model import fast_model_path
+    from engram.settings import parse_bool, read_env
+
+    raw = read_env("fast_embedder") or "true"
+    try:
+        fast = parse_bool(raw)
+    except ValueError:
+        import logging
+
+        logging.getLogger(__name__).warning("ENGRAM_FAST_EMBEDDER=%r is not a boolean: the default (true) is used", raw)
+        fast = True
+    if not fast:
+        return packaged
 
     return fast_model_path(packaged) or packaged
 

@@ -34,7 +34,9 @@ DYNAMIC_MARK = "-dynamic-int8-"
 
 def cache_dir() -> Path:
     """`ENGRAM_MODEL_CACHE`, else `$XDG_CACHE_HOME/engram`, else `~/.cache/engram`."""
-    configured = os.environ.get("ENGRAM_MODEL_CACHE")
+    from engram.settings import read_env
+
+    configured = read_env("model_cache")
     if configured:
         return Path(configured).expanduser()
     base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")

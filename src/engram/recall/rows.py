@@ -8,8 +8,6 @@ from typing import Any
 
 import asyncpg
 
-from engram.types import RecallResult
-
 CANDIDATE_COLUMNS = """
     m.id, m.text, m.fact_type, m.context, m.occurred_start, m.occurred_end, m.mentioned_at, m.created_at,
     m.document_id, NULLIF(m.metadata, '{}'::jsonb) AS metadata, m.chunk_id, m.tags, m.source_memory_ids,
@@ -84,9 +82,3 @@ def result_payload(
         result["scores"] = scores
     return result
 
-
-def to_result(
-    row: asyncpg.Record, scores: dict[str, float] | None = None, names: list[str] | None = None
-) -> RecallResult:
-    """A unit as a RecallResult model (see `result_payload`)."""
-    return RecallResult.model_validate(result_payload(row, scores, names))

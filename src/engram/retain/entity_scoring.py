@@ -75,13 +75,18 @@ def _close_spelling(a: str, b: str) -> bool:
     unshared_a, unshared_b = Counter(a) - Counter(b), Counter(b) - Counter(a)
     if max(sum(unshared_a.values()), sum(unshared_b.values())) > allowed:
         return False
+    return edit_distance(a, b) <= allowed
+
+
+def edit_distance(a: str, b: str) -> int:
+    """Levenshtein distance: insertions, deletions and substitutions of one character."""
     previous = list(range(len(b) + 1))
     for i, char_a in enumerate(a, start=1):
         current = [i]
         for j, char_b in enumerate(b, start=1):
             current.append(min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (char_a != char_b)))
         previous = current
-    return previous[-1] <= allowed
+    return previous[-1]
 
 
 def cooccurrence_overlap(
