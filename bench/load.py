@@ -98,6 +98,7 @@ def _client(url: str, index: int, deadline: float, own: str, shared: list[str], 
     rng = random.Random(seed * 1000 + index)
     with httpx.Client(base_url=url, timeout=120) as http:
         n = 0
+        written: list[str] = []  # banks this client has written to: they exist when it recalls them
         while time.monotonic() < deadline:
             n += 1
             # The first two retains of a client go to its own bank and to "its" shared bank, so every bank
@@ -108,9 +109,13 @@ def _client(url: str, index: int, deadline: float, own: str, shared: list[str], 
                 bank = own if rng.random() < 0.5 else rng.choice(shared)
             token = f"ref{index:02d}x{n:05d}"
             out.append(_timed(http, "retain", bank, {"items": [_item(rng, token)]}, token))
-            if n % recall_every == 0:
+            if out[-1].status == 200 and bank not in written:
+                written.append(bank)
+            if n % recall_every == 0 and written:
+                # Only a bank this client has written to: a shared one another client has not yet
+                # created answers 404, rightly (a fast server made that race common).
                 query = f"Where did {rng.choice(NAMES)} meet {rng.choice(NAMES)}?"
-                out.append(_timed(http, "recall", rng.choice([own, *shared]), {"query": query, "budget": "mid"}))
+                out.append(_timed(http, "recall", rng.choice(written), {"query": query, "budget": "mid"}))
 
 
 def _timed(http: httpx.Client, kind: str, bank: str, body: dict[str, Any], token: str | None = None) -> Sample:
