@@ -7,7 +7,7 @@ import asyncio
 import hashlib
 import logging
 import uuid
-import weakref
+from collections import Counter
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -18,7 +18,9 @@ from engram.errors import Conflict
 from engram.llm.base import TokenUsage
 from engram.retain.attachments import images_by_chunk, write_attachments
 from engram.retain.chunking import chunk_text
-from engram.retain.facts import ExtractedFact, embedding_text
+from engram.retain.embedding import EmbeddingStream
+from engram.retain.facts import ExtractedFact
+from engram.retain.fresh_documents import all_fresh, write_fresh_documents
 from engram.retain.label_config import LabelGroup, groups_from_config
 from engram.retain.prepare import PreparedItem
 from engram.store import document_events
@@ -65,14 +67,16 @@ class RetainOutcome:
     usage: TokenUsage
 
 
-def _hash(text: str) -> str:
+def content_hash(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-async def _plan_document(conn: Any, bank_id: str, items: list[PreparedItem], chunk_size: int) -> DocumentPlan:
-    """Which chunks are new (to extract) and which are unchanged since the last retain (reused)."""
+async def _plan_document(
+    conn: Any, bank_id: str, items: list[PreparedItem], chunk_size: int, existing: list[Any]
+) -> DocumentPlan:
+    """Which chunks are new (to extract) and which are unchanged since the last retain (reused);
+    `existing`: the document's stored chunks."""
     document_id = items[0].document_id
-    existing = await fw.existing_chunks(conn, bank_id, document_id)
     old_text = await fw.get_document_text(conn, bank_id, document_id) if existing else None
     replace = items[0].update_mode == "replace"
     new_text = "\n\n".join(item.text for item in items)
@@ -83,14 +87,14 @@ async def _plan_document(conn: Any, bank_id: str, items: list[PreparedItem], chu
         for row in existing:
             unused.setdefault(row["content_hash"], []).append(row["id"])
         for index, text in enumerate(texts):
-            digest = _hash(text)
+            digest = content_hash(text)
             reuse = unused.get(digest, []).pop(0) if unused.get(digest) and not items[0].reextract else None
             chunks.append(ChunkPlan(index, text, digest, reuse_id=reuse))
         keep = [c.reuse_id for c in chunks if c.reuse_id]
         original = new_text
     else:
         start = (max(row["chunk_index"] for row in existing) + 1) if existing else 0
-        chunks = [ChunkPlan(start + i, t, _hash(t)) for i, t in enumerate(texts)]
+        chunks = [ChunkPlan(start + i, t, content_hash(t)) for i, t in enumerate(texts)]
         keep = [row["id"] for row in existing]
         original = f"{old_text}\n\n{new_text}" if old_text else new_text
     return DocumentPlan(document_id, items, original, chunks, keep, [row["id"] for row in existing])
@@ -105,8 +109,10 @@ def _group_by_document(items: list[PreparedItem]) -> list[list[PreparedItem]]:
 
 
 async def _extract(services: Services, plans: list[DocumentPlan], config: dict[str, Any],
-                   groups: list[LabelGroup], progress: Progress | None) -> TokenUsage:
-    """Fill each new chunk's facts, with the LLM when one is configured, offline otherwise."""
+                   groups: list[LabelGroup], progress: Progress | None,
+                   extracted: Callable[[DocumentPlan, ChunkPlan], None]) -> TokenUsage:
+    """Fill each new chunk's facts, with the LLM when one is configured, offline otherwise; `extracted`
+    hears of each chunk as soon as its facts are in."""
     todo = [(plan, chunk) for plan in plans for chunk in plan.chunks if chunk.reuse_id is None]
     vision = services.settings.llm_vision and services.llm is not None
     images = {id(plan): images_by_chunk(plan) for plan in plans} if vision else {}
@@ -137,6 +143,7 @@ async def _extract(services: Services, plans: list[DocumentPlan], config: dict[s
                 from engram.retain.offline import extract_offline
 
                 chunk.facts = await asyncio.to_thread(extract_offline, chunk.text, said_at=item.said_at)
+        extracted(plan, chunk)
         done += 1
         if progress:
             await progress("extracting", done, len(todo))
@@ -146,90 +153,57 @@ async def _extract(services: Services, plans: list[DocumentPlan], config: dict[s
 
 
 @dataclass
-class _PendingUnit:
+class PendingUnit:
     row: fw.UnitRow
     fact: ExtractedFact
     entity_names: list[str]
-    causes: list[int]  # positions in the pending list
+    causes: list[int]  # positions among its chunk's facts until `_assemble`, then in the pending list
     resolve: bool = True  # False: the caller's entities match existing names exactly, never fuzzily
     entity_types: dict[str, str] = field(default_factory=dict)
     sentence_vectors: list[Any] = field(default_factory=list)  # see migration 006
 
 
-def _build_units(plans: list[DocumentPlan], allow_free_form: bool) -> list[_PendingUnit]:
-    pending: list[_PendingUnit] = []
+def _chunk_units(plan: DocumentPlan, chunk: ChunkPlan, allow_free_form: bool) -> list[PendingUnit]:
+    """The units of one extracted chunk (their causes still counted within the chunk)."""
+    item = plan.items[0]
+    units = []
+    for fact in chunk.facts:
+        names = list(dict.fromkeys([*fact.entities, *item.entities])) if allow_free_form else []
+        row = fw.UnitRow(
+            id=uuid.uuid4(),
+            document_id=plan.document_id,
+            chunk_id=chunk.chunk_id,
+            text=fact.stored_text(),
+            context=item.context,
+            fact_type=fact.fact_type,
+            fact_kind=fact.fact_kind,
+            embedding=None,
+            occurred_start=fact.occurred_start,
+            occurred_end=fact.occurred_end,
+            mentioned_at=item.said_at,
+            tags=list(dict.fromkeys([*item.tags, *fact.label_tags])),
+            metadata=item.metadata,
+            observation_scopes=item.observation_scopes,
+            lead_in=fact.lead_in,
+        )
+        units.append(PendingUnit(row, fact, names, list(fact.causal_parents), item.resolve_entities,
+                                 {**fact.entity_types, **item.entity_types}))
+    return units
+
+
+def _assemble(plans: list[DocumentPlan], units: dict[str, list[PendingUnit]]) -> list[PendingUnit]:
+    """Every chunk's units in document and chunk order, their causes turned into pending-list positions."""
+    pending: list[PendingUnit] = []
     for plan in plans:
-        item = plan.items[0]
         for chunk in plan.chunks:
             base = len(pending)
-            for fact in chunk.facts:
-                text = fact.stored_text()
-                names = list(dict.fromkeys([*fact.entities, *item.entities])) if allow_free_form else []
-                row = fw.UnitRow(
-                    id=uuid.uuid4(),
-                    document_id=plan.document_id,
-                    chunk_id=chunk.chunk_id,
-                    text=text,
-                    context=item.context,
-                    fact_type=fact.fact_type,
-                    fact_kind=fact.fact_kind,
-                    embedding=None,
-                    occurred_start=fact.occurred_start,
-                    occurred_end=fact.occurred_end,
-                    mentioned_at=item.said_at,
-                    tags=list(dict.fromkeys([*item.tags, *fact.label_tags])),
-                    metadata=item.metadata,
-                    observation_scopes=item.observation_scopes,
-                    lead_in=fact.lead_in,
-                )
-                pending.append(
-                    _PendingUnit(row, fact, names, [base + p for p in fact.causal_parents], item.resolve_entities,
-                                 {**fact.entity_types, **item.entity_types})
-                )
+            for unit in units.get(chunk.chunk_id, []):
+                unit.causes = [base + p for p in unit.causes]
+                pending.append(unit)
     return pending
 
 
-def _embed_sync(pending: list[_PendingUnit]) -> None:
-    """Every fact's own vector (text, date, entity names) and token count, and the vectors of its
-    sentences when it has several; one batch for all, so the model runs at full width."""
-    from engram.models.embedder import embedder
-    from engram.models.tokens import count_tokens_batch
-
-    texts = [
-        embedding_text(p.row.text, p.row.occurred_start or p.row.mentioned_at, p.entity_names) for p in pending
-    ]
-    owners = [p for p in pending for _ in p.fact.sentences]
-    vectors = embedder().embed(texts + [sentence for p in pending for sentence in p.fact.sentences])
-    token_counts = count_tokens_batch([p.row.text for p in pending])
-    for p, vector, tokens in zip(pending, vectors[: len(texts)], token_counts, strict=True):
-        p.row.embedding = vector
-        p.row.token_count = tokens
-    for p, vector in zip(owners, vectors[len(texts):], strict=True):
-        p.sentence_vectors.append(vector)
-
-
-_embed_slots: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Semaphore] = weakref.WeakKeyDictionary()
-
-
-def _slots() -> asyncio.Semaphore:
-    """How many retains embed at once (per event loop): as many as the cores keep busy, each run of the
-    model using the embedder's threads. More would only share the cores slower. Recall's query
-    embeddings do not wait here, so a bulk import does not queue them."""
-    loop = asyncio.get_running_loop()
-    slots = _embed_slots.get(loop)
-    if slots is None:
-        from engram.models.embedder import default_threads, usable_cpus
-
-        slots = _embed_slots[loop] = asyncio.Semaphore(max(1, usable_cpus() // default_threads()))
-    return slots
-
-
-async def _embed(pending: list[_PendingUnit]) -> None:
-    async with _slots():
-        await asyncio.to_thread(_embed_sync, pending)
-
-
-def _label_offline(groups: list[LabelGroup], pending: list[_PendingUnit]) -> None:
+def _label_offline(groups: list[LabelGroup], pending: list[PendingUnit]) -> None:
     from engram.models.embedder import embedder
     from engram.retain.labels_offline import classify
 
@@ -241,40 +215,59 @@ def _label_offline(groups: list[LabelGroup], pending: list[_PendingUnit]) -> Non
         p.row.tags = list(dict.fromkeys([*p.row.tags, *tags]))
 
 
-async def _write(
-    services: Services, bank_id: str, plans: list[DocumentPlan], pending: list[_PendingUnit], store_text: bool,
-    label_keys: frozenset[str] = frozenset(),
+def _retain_params(item: PreparedItem) -> dict[str, Any]:
+    return {"context": item.context, "update_mode": item.update_mode,
+            "timestamp": item.said_at.isoformat() if item.said_at else "unset"}
+
+
+async def _write_documents(
+    conn: Any, bank_id: str, plans: list[DocumentPlan], pending: list[PendingUnit], store_text: bool
 ) -> None:
+    """Each document's row, history event and chunks, and the removal of what its new version drops:
+    a batch of new documents in one statement per table (`fresh_documents`), others one by one."""
+    plans = sorted(plans, key=lambda p: p.document_id)
+    added = Counter(p.row.document_id for p in pending)
+    params = {plan.document_id: _retain_params(plan.items[0]) for plan in plans}
+    if all_fresh(plans) and await write_fresh_documents(conn, bank_id, plans, added, store_text, params):
+        return
+    for plan in plans:
+        await fw.lock_document(conn, bank_id, plan.document_id)
+        current = [row["id"] for row in await fw.existing_chunks(conn, bank_id, plan.document_id)]
+        if current != plan.expected_existing:
+            raise Conflict(f"document '{plan.document_id}' changed during this retain; retry it")
+        item = plan.items[0]
+        await fw.upsert_document(
+            conn, bank_id, plan.document_id,
+            original_text=plan.original_text if store_text else None,
+            content_hash=content_hash(plan.original_text),
+            tags=item.tags,
+            metadata=item.metadata or None,
+            retain_params=params[plan.document_id],
+            observation_scopes=item.observation_scopes,
+        )
+        removed = await fw.delete_document_units_except(conn, bank_id, plan.document_id, plan.keep_chunk_ids)
+        kind = "append" if item.update_mode == "append" and plan.expected_existing else item.history_kind
+        await document_events.record(conn, bank_id, plan.document_id, kind, operation_id=item.operation_id,
+                                     facts_added=added[plan.document_id], facts_removed=len(removed))
+        reused = [c for c in plan.chunks if c.reuse_id]
+        await fw.reindex_chunks(conn, [c.reuse_id for c in reused], [c.index for c in reused])
+        new_chunks = [(c.chunk_id, c.index, c.text, c.content_hash) for c in plan.chunks if not c.reuse_id]
+        await fw.insert_chunks(conn, bank_id, plan.document_id, new_chunks)
+        await write_attachments(conn, bank_id, plan)
+
+
+async def _write(
+    services: Services, bank_id: str, plans: list[DocumentPlan], pending: list[PendingUnit], store_text: bool,
+    embedded: Callable[[], Awaitable[None]], label_keys: frozenset[str] = frozenset(),
+) -> None:
+    """One transaction: the documents' own rows first, then (once `embedded()` says the vectors are
+    there) the facts with their entities and links."""
     from engram.retain.entities import Mention, store_entities
 
     async with transaction(services.pool) as conn:
         await ensure_bank(conn, bank_id)
-        for plan in sorted(plans, key=lambda p: p.document_id):
-            await fw.lock_document(conn, bank_id, plan.document_id)
-            current = [row["id"] for row in await fw.existing_chunks(conn, bank_id, plan.document_id)]
-            if current != plan.expected_existing:
-                raise Conflict(f"document '{plan.document_id}' changed during this retain; retry it")
-            item = plan.items[0]
-            await fw.upsert_document(
-                conn, bank_id, plan.document_id,
-                original_text=plan.original_text if store_text else None,
-                content_hash=_hash(plan.original_text),
-                tags=item.tags,
-                metadata=item.metadata or None,
-                retain_params={"context": item.context, "update_mode": item.update_mode,
-                               "timestamp": item.said_at.isoformat() if item.said_at else "unset"},
-                observation_scopes=item.observation_scopes,
-            )
-            removed = await fw.delete_document_units_except(conn, bank_id, plan.document_id, plan.keep_chunk_ids)
-            kind = "append" if item.update_mode == "append" and plan.expected_existing else item.history_kind
-            added = sum(1 for p in pending if p.row.document_id == plan.document_id)
-            await document_events.record(conn, bank_id, plan.document_id, kind, operation_id=item.operation_id,
-                                         facts_added=added, facts_removed=len(removed))
-            reused = [c for c in plan.chunks if c.reuse_id]
-            await fw.reindex_chunks(conn, [c.reuse_id for c in reused], [c.index for c in reused])
-            new_chunks = [(c.chunk_id, c.index, c.text, c.content_hash) for c in plan.chunks if not c.reuse_id]
-            await fw.insert_chunks(conn, bank_id, plan.document_id, new_chunks)
-            await write_attachments(conn, bank_id, plan)
+        await _write_documents(conn, bank_id, plans, pending, store_text)
+        await embedded()
         await fw.insert_units(conn, bank_id, [p.row for p in pending])
         await fw.insert_sentence_vectors(
             conn, bank_id, [(p.row.id, vector) for p in pending for vector in p.sentence_vectors]
@@ -302,20 +295,37 @@ async def retain_items(
 ) -> RetainOutcome:
     config = await services.bank_config(bank_id)
     chunk_size = int(config.get("retain_chunk_size") or 3000)
+    groups_of_items = _group_by_document(items)
     async with services.pool.acquire() as conn:
-        plans = [await _plan_document(conn, bank_id, group, chunk_size) for group in _group_by_document(items)]
+        stored = await fw.existing_chunks_of(conn, bank_id, [group[0].document_id for group in groups_of_items])
+        plans = [await _plan_document(conn, bank_id, group, chunk_size, stored.get(group[0].document_id, []))
+                 for group in groups_of_items]
     groups = groups_from_config(config)
-    usage = await _extract(services, plans, config, groups, progress)
-    pending = _build_units(plans, bool(config.get("entities_allow_free_form", True)))
-    if progress:
-        await progress("embedding", 0, len(pending))
-    await _embed(pending)
-    if groups and services.llm is None:
-        await asyncio.to_thread(_label_offline, groups, pending)
-    if progress:
-        await progress("writing", 0, len(pending))
-    await _write(services, bank_id, plans, pending, bool(config.get("store_document_text", True)),
-                 frozenset(group.key.lower() for group in groups))
+    free_form = bool(config.get("entities_allow_free_form", True))
+    units: dict[str, list[PendingUnit]] = {}
+    stream = EmbeddingStream()
+
+    def extracted(plan: DocumentPlan, chunk: ChunkPlan) -> None:
+        units[chunk.chunk_id] = _chunk_units(plan, chunk, free_form)
+        stream.add(units[chunk.chunk_id])
+
+    try:
+        usage = await _extract(services, plans, config, groups, progress, extracted)
+        pending = _assemble(plans, units)
+
+        async def embedded() -> None:
+            if progress:
+                await progress("embedding", 0, len(pending))
+            await stream.finish()
+            if groups and services.llm is None:
+                await asyncio.to_thread(_label_offline, groups, pending)
+            if progress:
+                await progress("writing", 0, len(pending))
+
+        await _write(services, bank_id, plans, pending, bool(config.get("store_document_text", True)), embedded,
+                     frozenset(group.key.lower() for group in groups))
+    finally:
+        await stream.cancel()
     log.info("retained %d items into %s: %d facts", len(items), bank_id, len(pending))
     if len(pending) >= BULK_RETAIN_FACTS:
         await analyze_if_stale(services.pool)

@@ -52,6 +52,22 @@ async def existing_chunks(conn: asyncpg.Connection, bank_id: str, document_id: s
     )
 
 
+async def existing_chunks_of(
+    conn: asyncpg.Connection, bank_id: str, document_ids: list[str]
+) -> dict[str, list[asyncpg.Record]]:
+    """`existing_chunks` of several documents in one round trip (a document with none is absent)."""
+    rows = await conn.fetch(
+        "SELECT document_id, id, chunk_index, content_hash FROM chunks WHERE bank_id = $1"
+        " AND document_id = ANY($2::text[]) ORDER BY document_id, chunk_index",
+        bank_id,
+        document_ids,
+    )
+    found: dict[str, list[asyncpg.Record]] = {}
+    for row in rows:
+        found.setdefault(row["document_id"], []).append(row)
+    return found
+
+
 async def get_document_text(conn: asyncpg.Connection, bank_id: str, document_id: str) -> str | None:
     return await conn.fetchval(
         "SELECT original_text FROM documents WHERE bank_id = $1 AND id = $2", bank_id, document_id

@@ -1,0 +1,101 @@
+"""Embedding a retain's facts, while the rest of the retain goes on.
+
+A retain extracts its chunks (LLM calls, or the offline extractor), embeds the facts, then writes them.
+Done one after the other, the embedder's threads sat idle while chunks were extracted, and the event
+loop sat idle while they embedded: on two cores a bulk retain kept about one busy. `EmbeddingStream`
+embeds each chunk's facts as soon as its extraction is done, in batches of whatever has come in
+meanwhile, so the model runs beside the extraction of the next chunks; the writer waits for it only
+when it needs the vectors (after the document's own rows are written)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import weakref
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from engram.retain.pipeline import PendingUnit
+
+
+def embed_units_sync(units: list[PendingUnit]) -> None:
+    """Each fact's own vector (text, date, entity names) and token count, and the vectors of its
+    sentences when it has several; one call of the model for all."""
+    from engram.models.embedder import embedder
+    from engram.models.tokens import count_tokens_batch
+    from engram.retain.facts import embedding_text
+
+    texts = [embedding_text(u.row.text, u.row.occurred_start or u.row.mentioned_at, u.entity_names) for u in units]
+    owners = [u for u in units for _ in u.fact.sentences]
+    vectors = embedder().embed(texts + [sentence for u in units for sentence in u.fact.sentences])
+    token_counts = count_tokens_batch([u.row.text for u in units])
+    for unit, vector, tokens in zip(units, vectors[: len(texts)], token_counts, strict=True):
+        unit.row.embedding = vector
+        unit.row.token_count = tokens
+    for unit, vector in zip(owners, vectors[len(texts):], strict=True):
+        unit.sentence_vectors.append(vector)
+
+
+_embed_slots: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Semaphore] = weakref.WeakKeyDictionary()
+
+
+def _slots() -> asyncio.Semaphore:
+    """How many retains embed at once (per event loop): as many as the cores keep busy, each run of the
+    model using the embedder's threads. More would only share the cores slower. Recall's query
+    embeddings do not wait here, so a bulk import does not queue them."""
+    loop = asyncio.get_running_loop()
+    slots = _embed_slots.get(loop)
+    if slots is None:
+        from engram.models.embedder import default_threads, usable_cpus
+
+        slots = _embed_slots[loop] = asyncio.Semaphore(max(1, usable_cpus() // default_threads()))
+    return slots
+
+
+async def embed_units(units: list[PendingUnit]) -> None:
+    if units:
+        async with _slots():
+            await asyncio.to_thread(embed_units_sync, units)
+
+
+class EmbeddingStream:
+    """Facts handed over with `add` are embedded in the background, in the order given, each batch
+    being everything added while the previous one ran. `finish()` waits for the last of them and
+    raises what embedding raised; `cancel()` stops it (a retain that failed before its write)."""
+
+    def __init__(self, embed: Callable[[list[Any]], Any] = embed_units) -> None:
+        self._embed = embed
+        self._waiting: list[Any] = []
+        self._arrived = asyncio.Event()
+        self._closed = False
+        self._task = asyncio.create_task(self._run())
+
+    def add(self, units: list[Any]) -> None:
+        if self._closed:
+            raise RuntimeError("no facts can be added to a finished EmbeddingStream")
+        if units:
+            self._waiting.extend(units)
+            self._arrived.set()
+
+    async def _run(self) -> None:
+        while True:
+            await self._arrived.wait()
+            self._arrived.clear()
+            while self._waiting:
+                batch, self._waiting = self._waiting, []
+                await self._embed(batch)
+            if self._closed:
+                return
+
+    async def finish(self) -> None:
+        self._closed = True
+        self._arrived.set()
+        await self._task
+
+    async def cancel(self) -> None:
+        self._closed = True
+        if not self._task.done():
+            self._task.cancel()
+        with contextlib.suppress(asyncio.CancelledError, Exception):
+            await self._task
