@@ -141,3 +141,36 @@ def test_deleting_a_document_updates_counts_and_drops_orphans(server: RunningSer
         assert after["Ingrid"]["mention_count"] == 1
         detail = client.get(f"/v1/default/banks/{bank_id}/entities/{after['Ingrid']['id']}").json()
         assert {p["canonical_name"]: p["count"] for p in detail["cooccurring"]} == {"Tomas": 1}
+
+
+PAIR_STORY = {
+    "Nadia Petrova and Omar Haddad designed the solar kite.": ["Nadia Petrova", "Omar Haddad"],
+    **{f"Nadia Petrova and Omar Haddad {what}.": ["Nadia Petrova", "Omar Haddad"]
+       for what in ("ate noodles", "visited a museum", "watched a storm", "painted a fence")},
+    **{f"{who} {what}.": [who] for who, what in (("Nadia Petrova", "ate cereal"), ("Omar Haddad", "fixed a bike"),
+                                                  ("Nadia Petrova", "read a novel"), ("Omar Haddad", "lost a key"))},
+}
+
+
+def test_the_graph_arm_ranks_facts_sharing_more_of_a_seeds_entities_first(
+    llm_server: RunningServer, llm: ScriptedLLM, bank_id: str
+) -> None:
+    def pair_extraction(request) -> dict:
+        text = request.user_text.split("Text:\n", 1)[1].strip()
+        return {"facts": [{"what": text, "fact_type": "world", "entities": PAIR_STORY[text]}]}
+
+    llm.handler = pair_extraction
+    with llm_server.client() as client:
+        for sentence in PAIR_STORY:
+            client.post(f"/v1/default/banks/{bank_id}/memories", json={"items": [{"content": sentence}]}
+                        ).raise_for_status()
+        response = client.post(
+            f"/v1/default/banks/{bank_id}/memories/recall",
+            json={"query": "Who designed the solar kite?", "trace": True, "min_scores": {"semantic": 0.5}},
+        ).json()
+    texts = {r["id"]: r["text"] for r in response["results"]}
+    graph = sorted((t["ranks"]["graph"], texts[t["id"]]) for t in response["trace"]["results"] if "graph" in t["ranks"])
+    order = [text for _, text in graph]
+    assert len(order) == 8, order
+    both = [text for text in order if "and" in text]
+    assert order[:4] == both, "the four facts naming both of the seed's people come before those naming one"

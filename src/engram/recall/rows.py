@@ -13,9 +13,18 @@ CANDIDATE_COLUMNS = """
     m.document_id, NULLIF(m.metadata, '{}'::jsonb) AS metadata, m.chunk_id, m.tags, m.source_memory_ids,
     m.proof_count, m.token_count
 """
-UNIT_COLUMNS = CANDIDATE_COLUMNS + """,
-    ARRAY(SELECT e.canonical_name FROM unit_entities ue JOIN entities e ON e.id = ue.entity_id
-          WHERE ue.unit_id = m.id ORDER BY e.canonical_name) AS entity_names
+# Each unit's entity names, sorted, for the units `$1` names: one join for all of them. A subquery per
+# row did the same work ~300 times over (2.6 of a recall's 3.3 ms of candidate fetch at 1,000 facts).
+_UNITS_WITH_NAMES = """
+    WITH names AS (
+        SELECT ue.unit_id, array_agg(e.canonical_name ORDER BY e.canonical_name) AS entity_names
+        FROM unit_entities ue JOIN entities e ON e.id = ue.entity_id
+        WHERE ue.unit_id = ANY($1::uuid[])
+        GROUP BY ue.unit_id
+    )
+    SELECT {columns}, coalesce(n.entity_names, '{{}}') AS entity_names{extra}
+    FROM memory_units m LEFT JOIN names n ON n.unit_id = m.id
+    WHERE m.id = ANY($1::uuid[])
 """
 
 
@@ -27,19 +36,15 @@ async def fetch_candidates(
     kept ones cost more than the names of the few dropped."""
     if not unit_ids:
         return {}
-    rows = await pool.fetch(
-        f"SELECT {UNIT_COLUMNS}, 1 - (m.embedding <=> $2::vector) AS similarity"
-        " FROM memory_units m WHERE m.id = ANY($1::uuid[])",
-        unit_ids,
-        query_vector,
-    )
+    sql = _UNITS_WITH_NAMES.format(columns=CANDIDATE_COLUMNS, extra=", 1 - (m.embedding <=> $2::vector) AS similarity")
+    rows = await pool.fetch(sql, unit_ids, query_vector)
     return {row["id"]: row for row in rows}
 
 
 async def fetch_units(pool: asyncpg.Pool, unit_ids: list[uuid.UUID]) -> dict[uuid.UUID, asyncpg.Record]:
     if not unit_ids:
         return {}
-    rows = await pool.fetch(f"SELECT {UNIT_COLUMNS} FROM memory_units m WHERE m.id = ANY($1::uuid[])", unit_ids)
+    rows = await pool.fetch(_UNITS_WITH_NAMES.format(columns=CANDIDATE_COLUMNS, extra=""), unit_ids)
     return {row["id"]: row for row in rows}
 
 
