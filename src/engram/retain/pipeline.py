@@ -224,7 +224,7 @@ async def _write_documents(
     conn: Any, bank_id: str, plans: list[DocumentPlan], pending: list[PendingUnit], store_text: bool
 ) -> None:
     """Each document's row, history event and chunks, and the removal of what its new version drops:
-    a batch of new documents in one statement per table (`fresh_documents`), others one by one."""
+    new documents in one statement per table (`fresh_documents`), others one by one."""
     plans = sorted(plans, key=lambda p: p.document_id)
     added = Counter(p.row.document_id for p in pending)
     params = {plan.document_id: _retain_params(plan.items[0]) for plan in plans}
@@ -250,7 +250,8 @@ async def _write_documents(
         await document_events.record(conn, bank_id, plan.document_id, kind, operation_id=item.operation_id,
                                      facts_added=added[plan.document_id], facts_removed=len(removed))
         reused = [c for c in plan.chunks if c.reuse_id]
-        await fw.reindex_chunks(conn, [c.reuse_id for c in reused], [c.index for c in reused])
+        if reused:
+            await fw.reindex_chunks(conn, [c.reuse_id for c in reused], [c.index for c in reused])
         new_chunks = [(c.chunk_id, c.index, c.text, c.content_hash) for c in plan.chunks if not c.reuse_id]
         await fw.insert_chunks(conn, bank_id, plan.document_id, new_chunks)
         await write_attachments(conn, bank_id, plan)
