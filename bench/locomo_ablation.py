@@ -27,6 +27,7 @@ that reproduces it; asserts nothing.
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import shlex
 import shutil
@@ -127,6 +128,8 @@ def capture(args: argparse.Namespace) -> tuple[list[Capture], dict[uuid.UUID, An
     async def recording_run_arms(services: Any, scope: Any, request: Any, query_vector: Any, limit: int,
                                  window: Any, config: Any, timings: Any) -> dict[str, Ranked]:
         ranked = await run_arms(services, scope, request, query_vector, limit, window, config, timings)
+        if isinstance(query_vector, asyncio.Future):  # recall hands over the task embedding the query
+            query_vector = await query_vector
         extra = await variant_rankings(services, scope, request.query, query_vector, limit)
         seen[request.query] = ({**ranked, **extra}, window)
         return ranked

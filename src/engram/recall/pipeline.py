@@ -63,7 +63,12 @@ async def run_arms(
     services: Services, scope: UnitFilter, request: RecallRequest, query_vector: Any, limit: int,
     window: tuple[datetime, datetime] | None, config: dict[str, Any], timings: dict[str, float],
 ) -> dict[str, arms.Ranked]:
+    """Every arm's ranking. `query_vector`: the query's embedding, or a task making it: the keyword arm
+    needs none, so it runs while the query is embedded."""
     pool = services.pool
+
+    async def vector() -> Any:
+        return await query_vector if isinstance(query_vector, asyncio.Future) else query_vector
     min_scores = request.min_scores
     min_semantic = min_scores.semantic if min_scores else None  # None: relative to the best hit
     min_keyword = min_scores.keyword if min_scores else None
@@ -76,9 +81,8 @@ async def run_arms(
 
     async def semantic_then_graph() -> tuple[arms.Ranked, arms.Ranked]:
         async with pool.acquire() as conn:  # one connection for both: the graph waits for the seeds anyway
-            semantic = await _timed(
-                "semantic", timings, arms.semantic(conn, scope, query_vector, limit, min_semantic, size)
-            )
+            query = await vector()
+            semantic = await _timed("semantic", timings, arms.semantic(conn, scope, query, limit, min_semantic, size))
             if not config.get("enable_graph_retrieval", True):
                 return semantic, []
             graph = await _timed("graph", timings, arms.graph(conn, scope, semantic, limit))
@@ -89,9 +93,11 @@ async def run_arms(
         words = keyword_text(request.query)
         tasks["keyword"] = _timed("keyword", timings, with_conn(arms.keyword, words, limit, min_keyword, size))
     if window is not None:
-        tasks["temporal"] = _timed(
-            "temporal", timings, with_conn(arms.temporal, query_vector, window[0], window[1], limit)
-        )
+        async def temporal() -> arms.Ranked:
+            query = await vector()
+            return await _timed("temporal", timings, with_conn(arms.temporal, query, window[0], window[1], limit))
+
+        tasks["temporal"] = temporal()
     results = dict(zip(tasks, await asyncio.gather(*tasks.values()), strict=False))
     semantic, graph = results.pop("semantic+graph")
     ranked = {"semantic": semantic, **results}
@@ -112,6 +118,24 @@ async def recall_payload(services: Services, bank_id: str, request: RecallReques
     """The recall as the JSON-ready data of a RecallResponse with no null fields (the API sends it as
     it is: see `result_payload`)."""
     started = time.perf_counter()
+    from engram.models.embedder import embed_query
+
+    timings: dict[str, float] = {}
+    # Embedded on a worker thread while the bank's settings are read and the keyword arm runs.
+    embedding = asyncio.ensure_future(_timed("embed", timings, asyncio.to_thread(embed_query, request.query)))
+    try:
+        return await _recall_payload(services, bank_id, request, embedding, timings, started)
+    finally:
+        if not embedding.done():
+            embedding.cancel()
+        elif not embedding.cancelled():
+            embedding.exception()  # retrieved, so a failure that a 404 made moot is not logged as lost
+
+
+async def _recall_payload(
+    services: Services, bank_id: str, request: RecallRequest, embedding: asyncio.Future[Any],
+    timings: dict[str, float], started: float,
+) -> dict[str, Any]:
     config = await services.existing_bank_config(bank_id)
     if config is None:
         raise BankNotFound(bank_id)
@@ -121,11 +145,8 @@ async def recall_payload(services: Services, bank_id: str, request: RecallReques
     now = _query_time(request.query_timestamp) if request.query_timestamp else datetime.now(UTC)
     window = _window(request, now, bool(config.get("enable_temporal_retrieval", True)))
 
-    from engram.models.embedder import embed_query
-
-    timings: dict[str, float] = {}
-    query_vector = await _timed("embed", timings, asyncio.to_thread(embed_query, request.query))
-    ranked = await run_arms(services, scope, request, query_vector, limit, window, config, timings)
+    ranked = await run_arms(services, scope, request, embedding, limit, window, config, timings)
+    query_vector = await embedding
     fused = await _with_neighbours(services, scope, fuse_scores(ranked), timings)
     top_ids = best_first(fused)[:limit]
     rows = await _timed("fetch", timings, fetch_candidates(services.pool, top_ids, query_vector))
