@@ -17,12 +17,13 @@ import asyncio
 import json
 import random
 from dataclasses import dataclass, replace
-from typing import Any
-
-import aiohttp
+from typing import TYPE_CHECKING, Any
 
 from engram.errors import LLMError
 from engram.llm.base import LLMResponse, TokenUsage, ToolCall, content_text, decode_tool_arguments, excerpt
+
+if TYPE_CHECKING:
+    import aiohttp
 
 # Where each named server listens by default; "openai-compatible" needs ENGRAM_LLM_BASE_URL or
 # talks to OpenAI.
@@ -89,7 +90,10 @@ class OpenAICompatibleProvider:
         self._session_loop: asyncio.AbstractEventLoop | None = None
 
     def _client(self) -> aiohttp.ClientSession:
-        """The session of the running event loop (made on first use: aiohttp binds it to its loop)."""
+        """The session of the running event loop (made on first use: aiohttp binds it to its loop;
+        imported then too, so a server starts without paying for it)."""
+        import aiohttp
+
         loop = asyncio.get_running_loop()
         session = self._session
         if session is None or session.closed or self._session_loop is not loop:
@@ -147,7 +151,7 @@ class OpenAICompatibleProvider:
         try:
             async with self._client().get(f"{self.base_url}/models") as response:
                 status, body = response.status, _text(await response.read())
-        except TRANSPORT_ERRORS as exc:
+        except transport_errors() as exc:
             raise self._error(describe_exception(exc, self.timeout)) from exc
         if status >= 400:
             raise self._error(describe_failure(status, body))
@@ -206,7 +210,7 @@ class OpenAICompatibleProvider:
                 async with request as response:
                     status, body = response.status, _text(await response.read())
                     retry_header = response.headers.get("retry-after")
-            except TRANSPORT_ERRORS as exc:
+            except transport_errors() as exc:
                 failure = describe_exception(exc, self.timeout)
                 continue
             if status == 429 or status >= 500:
@@ -295,9 +299,12 @@ def describe_failure(status: int, body: str) -> str:
     return f"HTTP {status}: {excerpt(str(message))}"
 
 
-# What a request can fail with before an answer is read: refused or dropped connections, bad TLS,
-# a body cut short, the total timeout.
-TRANSPORT_ERRORS = (aiohttp.ClientError, asyncio.TimeoutError, OSError)
+def transport_errors() -> tuple[type[BaseException], ...]:
+    """What a request can fail with before an answer is read: refused or dropped connections, bad TLS,
+    a body cut short, the total timeout."""
+    import aiohttp
+
+    return (aiohttp.ClientError, asyncio.TimeoutError, OSError)
 
 
 def _text(body: bytes) -> str:
