@@ -16,7 +16,8 @@ Then Engram's own fusion and final scoring (`engram.recall.scoring`, `engram.rec
 are replayed over those rankings, once with everything and once per variant (two variants change the
 fusion instead: a fixed keyword weight, and reciprocal rank fusion as before; one leaves out the
 share of a fused score each conversation neighbour gets, one the share of its document's best score
-each candidate gets; an arm alone is replayed with neighbours' shares, without the document's); the first line also
+each candidate gets, one the speaker's boost; an arm alone is replayed with neighbours' shares, without the
+document's share and the speaker's boost); the first line also
 shows what recall itself returned, which the full replay must match. Prints a table and the command
 that reproduces it; asserts nothing.
 
@@ -60,9 +61,12 @@ VARIANTS = [
     ("RRF instead of score fusion", FULL, "rrf"),
     ("without neighbours' shares", FULL, "no neighbours"),
     ("without the document's share", FULL, "no document share"),
+    ("without the speaker's boost", FULL, "no speaker boost"),
 ]
 # Each fact's conversation neighbours (engram.recall.neighbours), read once per bank after the ingest.
 NEIGHBOURS: dict[uuid.UUID, list[uuid.UUID]] = {}
+# Each fact's entities as (name, entity_type or None, mention count), read once per bank after the ingest.
+ENTITIES: dict[uuid.UUID, list[tuple[str, str | None, int]]] = {}
 ALONE = ["keyword", "keyword_without_lead_in", "keyword_ts_rank_cd", "semantic", "semantic_own_vector"]
 
 
@@ -147,6 +151,12 @@ def capture(args: argparse.Namespace) -> tuple[list[Capture], dict[uuid.UUID, An
                 conversation.bank))
             NEIGHBOURS.update(memory._run(fetch_neighbours(
                 services.pool, UnitFilter(conversation.bank, ALL_TYPES), [unit["id"] for unit in units])))
+            for row in memory._run(services.pool.fetch(
+                    "SELECT ue.unit_id, e.canonical_name, e.entity_type, e.mention_count FROM unit_entities ue"
+                    " JOIN entities e ON e.id = ue.entity_id WHERE e.bank_id = $1"
+                    " ORDER BY ue.unit_id, e.canonical_name", conversation.bank)):
+                ENTITIES.setdefault(row["unit_id"], []).append(
+                    (row["canonical_name"], row["entity_type"], row["mention_count"]))
             index = TurnIndex(conversation)
             for unit in units:
                 rows[unit["id"]] = dict(unit)
@@ -170,7 +180,7 @@ def capture(args: argparse.Namespace) -> tuple[list[Capture], dict[uuid.UUID, An
 
 def replay(item: Capture, arms: dict[str, str], fusion: str, rows: dict[uuid.UUID, Any]) -> list[uuid.UUID]:
     """Engram's fusion (or a variant of it) and final scoring over the chosen rankings, best first."""
-    from engram.recall import scoring
+    from engram.recall import scoring, speakers
     from engram.recall.documents import share_document_best
     from engram.recall.neighbours import NEIGHBOUR_SOURCES, share_with_neighbours
     from engram.recall.pipeline import _score
@@ -192,7 +202,13 @@ def replay(item: Capture, arms: dict[str, str], fusion: str, rows: dict[uuid.UUI
     top = scoring.best_first(fused)[:300]
     if fusion not in ("no document share", "alone"):
         fused = share_document_best(fused, top, rows)
-    return [unit for _, unit, _ in _score(top, rows, fused, {}, {}, item.now, item.window)]
+    boost = speakers.SPEAKER_BOOST
+    if fusion in ("no speaker boost", "alone"):
+        speakers.SPEAKER_BOOST = 0.0
+    try:
+        return [unit for _, unit, _ in _score(top, rows, fused, {}, {}, item.now, item.window, item.question)]
+    finally:
+        speakers.SPEAKER_BOOST = boost
 
 
 def figures(recalls: list[dict[int, float]], categories: list[int]) -> dict[str, dict[str, float]]:
@@ -222,7 +238,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.save:
         import pickle
 
-        args.save.write_bytes(pickle.dumps((captures, rows, turn_of, NEIGHBOURS)))
+        args.save.write_bytes(pickle.dumps((captures, rows, turn_of, NEIGHBOURS, ENTITIES)))
     categories = [c.category for c in captures]
     results: dict[str, dict[str, dict[str, float]]] = {
         "recall as it ran": figures([evidence_recall(c.evidence, c.returned) for c in captures], categories)}

@@ -23,6 +23,7 @@ from engram.recall.neighbours import NEIGHBOUR_SOURCES, fetch_neighbours, share_
 from engram.recall.rows import fetch_candidates, result_payload
 from engram.recall.scope_size import facts_in_scope
 from engram.recall.scoring import best_first, fuse_scores, proof_factor, recency_factor, temporal_factor
+from engram.recall.speakers import speaker_factor
 from engram.store.instants import OutOfCalendar, clamp, in_utc
 from engram.types import RecallRequest, RecallResponse
 
@@ -132,7 +133,7 @@ async def recall_payload(services: Services, bank_id: str, request: RecallReques
     fused = share_document_best(fused, top_ids, rows)
 
     reranked = await _rerank(services, config, request.query, top_ids, rows, timings)
-    scored = _score(top_ids, rows, fused, reranked, dict(ranked.get("keyword", [])), now, window)
+    scored = _score(top_ids, rows, fused, reranked, dict(ranked.get("keyword", [])), now, window, request.query)
     floors = request.min_scores
     if floors and floors.reranker is not None and reranked:
         scored = [s for s in scored if s[2].get("reranker", 0.0) >= floors.reranker]
@@ -206,15 +207,17 @@ async def _rerank(
 def _score(
     top_ids: list[uuid.UUID], rows: dict[uuid.UUID, Any], fused: dict[uuid.UUID, float],
     reranked: dict[uuid.UUID, float], keyword_scores: dict[uuid.UUID, float], now: datetime,
-    window: tuple[datetime, datetime] | None,
+    window: tuple[datetime, datetime] | None, query: str = "",
 ) -> list[Scored]:
     """Final scores, best first: the reranker's score (or the fused rank, scaled to the best) times
-    the recency, temporal-proximity and proof-count boosts."""
+    the recency, temporal-proximity, proof-count and speaker boosts (the speaker's: a fact said by a
+    person `query` names, see engram.recall.speakers)."""
     # Fused scores are spread over [0, 1] (RRF's were compressed: rank 1 = 1/61, rank 10 = 1/70), so the
     # ±10 % boosts only reorder near-ties instead of sorting everything by date.
     values = [fused[u] for u in top_ids if u in rows]
     low, high = min(values, default=0.0), max(values, default=1.0)
     span = high - low
+    said_by_named = speaker_factor(query)
     scored = []
     for unit_id in top_ids:
         row = rows.get(unit_id)
@@ -228,6 +231,7 @@ def _score(
             * recency_factor(when, now)
             * temporal_factor(row["occurred_start"] or row["mentioned_at"], row["occurred_end"], window)
             * proof_factor(row["fact_type"], row["proof_count"])
+            * said_by_named(row["text"])
         )
         scores = {"final": final}
         if reranked:
