@@ -16,7 +16,8 @@ Then Engram's own fusion and final scoring (`engram.recall.scoring`, `engram.rec
 are replayed over those rankings, once with everything and once per variant (two variants change the
 fusion instead: a fixed keyword weight, and reciprocal rank fusion as before; one leaves out the
 share of a fused score each conversation neighbour gets, one the share of its document's best score
-each candidate gets, one the speaker's boost; an arm alone is replayed with neighbours' shares, without the
+each candidate gets, one the speaker's boost, one the reply's larger share, one all three shares at
+their values before the speaker's boost; an arm alone is replayed with neighbours' shares, without the
 document's share and the speaker's boost); the first line also
 shows what recall itself returned, which the full replay must match. Prints a table and the command
 that reproduces it; asserts nothing.
@@ -28,12 +29,14 @@ that reproduces it; asserts nothing.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import shlex
 import shutil
 import sys
 import tempfile
 import uuid
+from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -62,9 +65,11 @@ VARIANTS = [
     ("without neighbours' shares", FULL, "no neighbours"),
     ("without the document's share", FULL, "no document share"),
     ("without the speaker's boost", FULL, "no speaker boost"),
+    ("replies shared like any neighbour", FULL, "no reply share"),
+    ("shares as before (0.1, 0.1, 0.3)", FULL, "shares as before"),
 ]
 # Each fact's conversation neighbours (engram.recall.neighbours), read once per bank after the ingest.
-NEIGHBOURS: dict[uuid.UUID, list[uuid.UUID]] = {}
+NEIGHBOURS: dict[uuid.UUID, list[tuple[uuid.UUID, bool]]] = {}
 # Each fact's entities as (name, entity_type or None, mention count), read once per bank after the ingest.
 ENTITIES: dict[uuid.UUID, list[tuple[str, str | None, int]]] = {}
 ALONE = ["keyword", "keyword_without_lead_in", "keyword_ts_rank_cd", "semantic", "semantic_own_vector"]
@@ -178,37 +183,57 @@ def capture(args: argparse.Namespace) -> tuple[list[Capture], dict[uuid.UUID, An
     return captures, rows, turn_of
 
 
+# Constants a variant sets for its replay: (module, name, value).
+PATCHES = {
+    "no speaker boost": [("speakers", "SPEAKER_BOOST", 0.0)],
+    "no reply share": [("neighbours", "REPLY_SHARE", None)],  # None: the other neighbours' share
+    "shares as before": [("neighbours", "REPLY_SHARE", 0.1), ("neighbours", "NEIGHBOUR_SHARE", 0.1),
+                         ("documents", "DOCUMENT_SHARE", 0.3)],
+    "alone": [("speakers", "SPEAKER_BOOST", 0.0)],
+}
+
+
+@contextlib.contextmanager
+def patched(fusion: str) -> Iterator[None]:
+    from engram.recall import documents, neighbours, speakers
+
+    modules = {"documents": documents, "neighbours": neighbours, "speakers": speakers}
+    saved = [(modules[module], name, getattr(modules[module], name)) for module, name, _ in PATCHES.get(fusion, [])]
+    try:
+        for module, name, value in PATCHES.get(fusion, []):
+            setattr(modules[module], name, neighbours.NEIGHBOUR_SHARE if value is None else value)
+        yield
+    finally:
+        for module, name, value in saved:
+            setattr(module, name, value)
+
+
 def replay(item: Capture, arms: dict[str, str], fusion: str, rows: dict[uuid.UUID, Any]) -> list[uuid.UUID]:
     """Engram's fusion (or a variant of it) and final scoring over the chosen rankings, best first."""
-    from engram.recall import scoring, speakers
+    from engram.recall import scoring
     from engram.recall.documents import share_document_best
     from engram.recall.neighbours import NEIGHBOUR_SOURCES, share_with_neighbours
     from engram.recall.pipeline import _score
 
     ranked = {arm: item.rankings.get(source, []) for arm, source in arms.items()}
-    if fusion == "rrf":
-        fused = scoring.fuse_rrf(ranked)
-    elif fusion == "fixed":
-        adapted = scoring.KEYWORD_WEIGHT_RANGE
-        scoring.KEYWORD_WEIGHT_RANGE = (1.0, 1.0)
-        try:
+    with patched(fusion):
+        if fusion == "rrf":
+            fused = scoring.fuse_rrf(ranked)
+        elif fusion == "fixed":
+            adapted = scoring.KEYWORD_WEIGHT_RANGE
+            scoring.KEYWORD_WEIGHT_RANGE = (1.0, 1.0)
+            try:
+                fused = scoring.fuse_scores(ranked)
+            finally:
+                scoring.KEYWORD_WEIGHT_RANGE = adapted
+        else:
             fused = scoring.fuse_scores(ranked)
-        finally:
-            scoring.KEYWORD_WEIGHT_RANGE = adapted
-    else:
-        fused = scoring.fuse_scores(ranked)
-    if fusion != "no neighbours":
-        fused = share_with_neighbours(fused, scoring.best_first(fused)[:NEIGHBOUR_SOURCES], NEIGHBOURS)
-    top = scoring.best_first(fused)[:300]
-    if fusion not in ("no document share", "alone"):
-        fused = share_document_best(fused, top, rows)
-    boost = speakers.SPEAKER_BOOST
-    if fusion in ("no speaker boost", "alone"):
-        speakers.SPEAKER_BOOST = 0.0
-    try:
+        if fusion != "no neighbours":
+            fused = share_with_neighbours(fused, scoring.best_first(fused)[:NEIGHBOUR_SOURCES], NEIGHBOURS)
+        top = scoring.best_first(fused)[:300]
+        if fusion not in ("no document share", "alone"):
+            fused = share_document_best(fused, top, rows)
         return [unit for _, unit, _ in _score(top, rows, fused, {}, {}, item.now, item.window, item.question)]
-    finally:
-        speakers.SPEAKER_BOOST = boost
 
 
 def figures(recalls: list[dict[int, float]], categories: list[int]) -> dict[str, dict[str, float]]:
