@@ -229,8 +229,9 @@ def replay(item: Capture, arms: dict[str, str], fusion: str, rows: dict[uuid.UUI
         else:
             fused = scoring.fuse_scores(ranked)
         if fusion != "no neighbours":
-            fused = share_with_neighbours(fused, scoring.best_first(fused)[:NEIGHBOUR_SOURCES], NEIGHBOURS)
-        top = scoring.best_first(fused)[:300]
+            fused = share_with_neighbours(
+                fused, scoring.leading(scoring.best_first(fused), fused, NEIGHBOUR_SOURCES), NEIGHBOURS)
+        top = scoring.leading(scoring.best_first(fused), fused, 300)
         if fusion not in ("no document share", "alone"):
             fused = share_document_best(fused, top, rows)
         return [unit for _, unit, _ in _score(top, rows, fused, {}, {}, item.now, item.window, item.question)]

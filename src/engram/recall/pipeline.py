@@ -22,7 +22,7 @@ from engram.recall.include import include_chunks, include_entities, include_sour
 from engram.recall.neighbours import NEIGHBOUR_SOURCES, fetch_neighbours, share_with_neighbours
 from engram.recall.rows import fetch_candidates, result_payload
 from engram.recall.scope_size import facts_in_scope
-from engram.recall.scoring import best_first, fuse_scores, proof_factor, recency_factor, temporal_factor
+from engram.recall.scoring import best_first, fuse_scores, leading, proof_factor, recency_factor, temporal_factor
 from engram.recall.speakers import speaker_factor
 from engram.store.instants import OutOfCalendar, clamp, in_utc
 from engram.types import RecallRequest, RecallResponse
@@ -128,7 +128,7 @@ async def recall_payload(services: Services, bank_id: str, request: RecallReques
     query_vector = await _timed("embed", timings, asyncio.to_thread(embed_query, request.query))
     ranked = await run_arms(services, scope, request, query_vector, limit, window, config, timings)
     fused = await _with_neighbours(services, scope, fuse_scores(ranked), timings)
-    top_ids = best_first(fused)[:limit]
+    top_ids = leading(best_first(fused), fused, limit)
     rows = await _timed("fetch", timings, fetch_candidates(services.pool, top_ids, query_vector))
     fused = share_document_best(fused, top_ids, rows)
 
@@ -180,7 +180,7 @@ async def recall_payload(services: Services, bank_id: str, request: RecallReques
 async def _with_neighbours(
     services: Services, scope: UnitFilter, fused: dict[uuid.UUID, float], timings: dict[str, float]
 ) -> dict[uuid.UUID, float]:
-    sources = best_first(fused)[:NEIGHBOUR_SOURCES]
+    sources = leading(best_first(fused), fused, NEIGHBOUR_SOURCES)
     found = await _timed("neighbours", timings, fetch_neighbours(services.pool, scope, sources))
     return share_with_neighbours(fused, sources, found)
 
@@ -240,10 +240,17 @@ def _score(
         if (keyword := keyword_scores.get(unit_id)) is not None:
             scores["keyword"] = keyword
         scored.append((final, unit_id, scores))
-    # Equal scores are ordered by text (then id): the same data gives the same ranking, even in another
-    # bank or after a fresh ingest, where every id differs.
-    scored.sort(key=lambda s: (-s[0], rows[s[1]]["text"], s[1]))
+    # Equal scores are ordered by what the facts hold, not by their ids: the same data gives the same
+    # ranking, even in another bank or after a fresh ingest, where every id differs.
+    scored.sort(key=lambda s: (-s[0], *content_order(rows[s[1]]), s[1]))
     return scored
+
+
+def content_order(row: Any) -> tuple[str, str, str]:
+    """A fact's place among facts of equal score: its text, then (for the same words said twice, "Bye!")
+    when it was said or happened, then its document."""
+    when = row["occurred_start"] or row["mentioned_at"]
+    return (row["text"], when.isoformat() if when else "", row["document_id"] or "")
 
 
 def _trace(
