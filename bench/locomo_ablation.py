@@ -16,11 +16,11 @@ Then Engram's own fusion and final scoring (`engram.recall.scoring`, `engram.rec
 are replayed over those rankings, once with everything and once per variant (two variants change the
 fusion instead: a fixed keyword weight, and reciprocal rank fusion as before; one leaves out the
 share of a fused score each conversation neighbour gets, one the share of its document's best score
-each candidate gets, one the speaker's boost, one the reply's larger share, one all three shares at
-their values before the speaker's boost; an arm alone is replayed with neighbours' shares, without the
-document's share and the speaker's boost); the first line also
-shows what recall itself returned, which the full replay must match. Prints a table and the command
-that reproduces it; asserts nothing.
+each candidate gets, one the speaker's boost, one the asked kind's, one the reply's larger share,
+one sets all three shares to their values before the speaker's boost; an arm alone is replayed with
+neighbours' shares, without the document's share and the two boosts); the first line also shows what
+recall itself returned, which the full replay must match. Prints a table and the command that
+reproduces it; asserts nothing.
 
     .venv/bin/python bench/locomo_ablation.py                                  # the dev split, ~5 minutes
     .venv/bin/python bench/locomo_ablation.py --conversations 1 --questions 20  # smoke run
@@ -65,6 +65,7 @@ VARIANTS = [
     ("without neighbours' shares", FULL, "no neighbours"),
     ("without the document's share", FULL, "no document share"),
     ("without the speaker's boost", FULL, "no speaker boost"),
+    ("without the asked kind's boost", FULL, "no kind boost"),
     ("replies shared like any neighbour", FULL, "no reply share"),
     ("shares as before (0.1, 0.1, 0.3)", FULL, "shares as before"),
 ]
@@ -152,7 +153,9 @@ def capture(args: argparse.Namespace) -> tuple[list[Capture], dict[uuid.UUID, An
             memory.retain_batch(conversation.bank, retain_items(conversation))
             units = memory._run(services.pool.fetch(
                 "SELECT id, text, document_id, fact_type, proof_count, occurred_start, occurred_end, mentioned_at,"
-                " created_at, lead_in, embedding, 0.0 AS similarity FROM memory_units WHERE bank_id = $1",
+                " created_at, lead_in, embedding, 0.0 AS similarity, ARRAY(SELECT DISTINCT e.entity_type"
+                " FROM unit_entities ue JOIN entities e ON e.id = ue.entity_id WHERE ue.unit_id = memory_units.id"
+                " AND e.entity_type IS NOT NULL) AS entity_types FROM memory_units WHERE bank_id = $1",
                 conversation.bank))
             NEIGHBOURS.update(memory._run(fetch_neighbours(
                 services.pool, UnitFilter(conversation.bank, ALL_TYPES), [unit["id"] for unit in units])))
@@ -186,18 +189,19 @@ def capture(args: argparse.Namespace) -> tuple[list[Capture], dict[uuid.UUID, An
 # Constants a variant sets for its replay: (module, name, value).
 PATCHES = {
     "no speaker boost": [("speakers", "SPEAKER_BOOST", 0.0)],
+    "no kind boost": [("kinds", "KIND_BOOST", 0.0)],
     "no reply share": [("neighbours", "REPLY_SHARE", None)],  # None: the other neighbours' share
     "shares as before": [("neighbours", "REPLY_SHARE", 0.1), ("neighbours", "NEIGHBOUR_SHARE", 0.1),
                          ("documents", "DOCUMENT_SHARE", 0.3)],
-    "alone": [("speakers", "SPEAKER_BOOST", 0.0)],
+    "alone": [("speakers", "SPEAKER_BOOST", 0.0), ("kinds", "KIND_BOOST", 0.0)],
 }
 
 
 @contextlib.contextmanager
 def patched(fusion: str) -> Iterator[None]:
-    from engram.recall import documents, neighbours, speakers
+    from engram.recall import documents, kinds, neighbours, speakers
 
-    modules = {"documents": documents, "neighbours": neighbours, "speakers": speakers}
+    modules = {"documents": documents, "kinds": kinds, "neighbours": neighbours, "speakers": speakers}
     saved = [(modules[module], name, getattr(modules[module], name)) for module, name, _ in PATCHES.get(fusion, [])]
     try:
         for module, name, value in PATCHES.get(fusion, []):

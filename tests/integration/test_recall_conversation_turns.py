@@ -1,6 +1,7 @@
 """What recall makes of conversation turns: a question naming a person is answered by what that person
 said, not by the turns of the others that talk to them about it (engram.recall.speakers), and the reply
-to a turn asking a question shares more of its score than the turn before it (engram.recall.neighbours)."""
+to a turn asking a question shares more of its score than the turn before it (engram.recall.neighbours);
+a question asking where prefers the fact naming a place (engram.recall.kinds)."""
 
 from __future__ import annotations
 
@@ -66,3 +67,27 @@ def test_the_reply_to_a_question_shares_more_of_its_score_than_the_turn_before_i
     # the question's own score is its fused one less the document's share of it (0.4 × itself) and
     # its neighbours' shares, so a tenth of its fused score is a clear margin below a fifth of its own
     assert fused[REPLY] - fused[BEFORE] >= 0.1 * fused[QUESTION], fused
+
+
+HIKING = [
+    "Tim: I finished the fantasy series I was reading.",
+    "John: Nice! I had a big game on Friday.",
+    "Tim: Last summer we went hiking and it was the best trip ever.",
+    "John: Hiking is great, I love hiking trips with friends.",
+    "Tim: We camped by Lake Tahoe for two weeks.",
+    "Tim: My sister is learning the violin.",
+]
+
+
+def test_a_question_asking_where_prefers_the_fact_naming_a_place(http: httpx.Client, bank_id: str) -> None:
+    """"Lake Tahoe" is a place to the offline extractor (a place word opens the name); the turn about
+    the hike shares more of the question's words, the turn naming the place answers it
+    (engram.recall.kinds)."""
+    response = http.post(f"/v1/default/banks/{bank_id}/memories", json={"items": [
+        {"content": "\n".join(HIKING), "timestamp": "2023-05-08T13:56:00Z"}]})
+    assert response.status_code == 200, response.text
+    response = http.post(f"/v1/default/banks/{bank_id}/memories/recall", json={"query": "Where did Tim go hiking?"})
+    assert response.status_code == 200, response.text
+    top = [r["text"].split(" | ")[0] for r in response.json()["results"][:2]]
+    assert top == ["Tim: We camped by Lake Tahoe for two weeks.",
+                   "Tim: Last summer we went hiking and it was the best trip ever."], top

@@ -19,6 +19,7 @@ from engram.recall.documents import share_document_best
 from engram.recall.exclusion import keyword_text
 from engram.recall.filters import UnitFilter
 from engram.recall.include import include_chunks, include_entities, include_source_facts
+from engram.recall.kinds import kind_factor
 from engram.recall.neighbours import NEIGHBOUR_SOURCES, fetch_neighbours, share_with_neighbours
 from engram.recall.rows import fetch_candidates, result_payload
 from engram.recall.scope_size import facts_in_scope
@@ -210,14 +211,15 @@ def _score(
     window: tuple[datetime, datetime] | None, query: str = "",
 ) -> list[Scored]:
     """Final scores, best first: the reranker's score (or the fused rank, scaled to the best) times
-    the recency, temporal-proximity, proof-count and speaker boosts (the speaker's: a fact said by a
-    person `query` names, see engram.recall.speakers)."""
+    the recency, temporal-proximity, proof-count, speaker and asked-kind boosts (a fact said by a
+    person `query` names, engram.recall.speakers; one naming a place when `query` asks where,
+    engram.recall.kinds)."""
     # Fused scores are spread over [0, 1] (RRF's were compressed: rank 1 = 1/61, rank 10 = 1/70), so the
     # ±10 % boosts only reorder near-ties instead of sorting everything by date.
     values = [fused[u] for u in top_ids if u in rows]
     low, high = min(values, default=0.0), max(values, default=1.0)
     span = high - low
-    said_by_named = speaker_factor(query)
+    said_by_named, names_asked_kind = speaker_factor(query), kind_factor(query)
     scored = []
     for unit_id in top_ids:
         row = rows.get(unit_id)
@@ -232,6 +234,7 @@ def _score(
             * temporal_factor(row["occurred_start"] or row["mentioned_at"], row["occurred_end"], window)
             * proof_factor(row["fact_type"], row["proof_count"])
             * said_by_named(row["text"])
+            * names_asked_kind(row["entity_types"])
         )
         scores = {"final": final}
         if reranked:

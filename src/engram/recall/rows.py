@@ -18,17 +18,22 @@ UNIT_COLUMNS = CANDIDATE_COLUMNS + """,
           WHERE ue.unit_id = m.id ORDER BY e.canonical_name) AS entity_names
 """
 
+ENTITY_TYPES = """
+    ARRAY(SELECT DISTINCT e.entity_type FROM unit_entities ue JOIN entities e ON e.id = ue.entity_id
+          WHERE ue.unit_id = m.id AND e.entity_type IS NOT NULL) AS entity_types
+"""
+
 
 async def fetch_candidates(
     pool: asyncpg.Pool, unit_ids: list[uuid.UUID], query_vector: Any
 ) -> dict[uuid.UUID, asyncpg.Record]:
-    """What scoring, the budget and the results need. Entity names come in the same round trip: most
-    candidates are kept (a budget of 4,096 tokens holds ~200 short facts), so a second query for the
-    kept ones cost more than the names of the few dropped."""
+    """What scoring, the budget and the results need. Entity names (and their kinds, for the asked
+    kind's boost) come in the same round trip: most candidates are kept (a budget of 4,096 tokens holds
+    ~200 short facts), so a second query for the kept ones cost more than the names of the few dropped."""
     if not unit_ids:
         return {}
     rows = await pool.fetch(
-        f"SELECT {UNIT_COLUMNS}, 1 - (m.embedding <=> $2::vector) AS similarity"
+        f"SELECT {UNIT_COLUMNS}, {ENTITY_TYPES}, 1 - (m.embedding <=> $2::vector) AS similarity"
         " FROM memory_units m WHERE m.id = ANY($1::uuid[])",
         unit_ids,
         query_vector,
