@@ -16,9 +16,11 @@ Then Engram's own fusion and final scoring (`engram.recall.scoring`, `engram.rec
 are replayed over those rankings, once with everything and once per variant (two variants change the
 fusion instead: a fixed keyword weight, and reciprocal rank fusion as before; one leaves out the
 share of a fused score each conversation neighbour gets, one the share of its document's best score
-each candidate gets; an arm alone is replayed with neighbours' shares, without the document's); the first line also
-shows what recall itself returned, which the full replay must match. Prints a table and the command
-that reproduces it; asserts nothing.
+each candidate gets, one the speaker's boost, one the asked kind's, one the reply's larger share,
+one sets all three shares to their values before the speaker's boost; an arm alone is replayed with
+neighbours' shares, without the document's share and the two boosts); the first line also shows what
+recall itself returned, which the full replay must match. Prints a table and the command that
+reproduces it; asserts nothing.
 
     .venv/bin/python bench/locomo_ablation.py                                  # the dev split, ~5 minutes
     .venv/bin/python bench/locomo_ablation.py --conversations 1 --questions 20  # smoke run
@@ -28,12 +30,14 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import shlex
 import shutil
 import sys
 import tempfile
 import uuid
+from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -61,9 +65,15 @@ VARIANTS = [
     ("RRF instead of score fusion", FULL, "rrf"),
     ("without neighbours' shares", FULL, "no neighbours"),
     ("without the document's share", FULL, "no document share"),
+    ("without the speaker's boost", FULL, "no speaker boost"),
+    ("without the asked kind's boost", FULL, "no kind boost"),
+    ("replies shared like any neighbour", FULL, "no reply share"),
+    ("shares as before (0.1, 0.1, 0.3)", FULL, "shares as before"),
 ]
 # Each fact's conversation neighbours (engram.recall.neighbours), read once per bank after the ingest.
-NEIGHBOURS: dict[uuid.UUID, list[uuid.UUID]] = {}
+NEIGHBOURS: dict[uuid.UUID, list[tuple[uuid.UUID, bool]]] = {}
+# Each fact's entities as (name, entity_type or None, mention count), read once per bank after the ingest.
+ENTITIES: dict[uuid.UUID, list[tuple[str, str | None, int]]] = {}
 ALONE = ["keyword", "keyword_without_lead_in", "keyword_ts_rank_cd", "semantic", "semantic_own_vector"]
 
 
@@ -146,10 +156,18 @@ def capture(args: argparse.Namespace) -> tuple[list[Capture], dict[uuid.UUID, An
             memory.retain_batch(conversation.bank, retain_items(conversation))
             units = memory._run(services.pool.fetch(
                 "SELECT id, text, document_id, fact_type, proof_count, occurred_start, occurred_end, mentioned_at,"
-                " created_at, lead_in, embedding, 0.0 AS similarity FROM memory_units WHERE bank_id = $1",
+                " created_at, lead_in, embedding, 0.0 AS similarity, ARRAY(SELECT DISTINCT e.entity_type"
+                " FROM unit_entities ue JOIN entities e ON e.id = ue.entity_id WHERE ue.unit_id = memory_units.id"
+                " AND e.entity_type IS NOT NULL) AS entity_types FROM memory_units WHERE bank_id = $1",
                 conversation.bank))
             NEIGHBOURS.update(memory._run(fetch_neighbours(
                 services.pool, UnitFilter(conversation.bank, ALL_TYPES), [unit["id"] for unit in units])))
+            for row in memory._run(services.pool.fetch(
+                    "SELECT ue.unit_id, e.canonical_name, e.entity_type, e.mention_count FROM unit_entities ue"
+                    " JOIN entities e ON e.id = ue.entity_id WHERE e.bank_id = $1"
+                    " ORDER BY ue.unit_id, e.canonical_name", conversation.bank)):
+                ENTITIES.setdefault(row["unit_id"], []).append(
+                    (row["canonical_name"], row["entity_type"], row["mention_count"]))
             index = TurnIndex(conversation)
             for unit in units:
                 rows[unit["id"]] = dict(unit)
@@ -171,6 +189,32 @@ def capture(args: argparse.Namespace) -> tuple[list[Capture], dict[uuid.UUID, An
     return captures, rows, turn_of
 
 
+# Constants a variant sets for its replay: (module, name, value).
+PATCHES = {
+    "no speaker boost": [("speakers", "SPEAKER_BOOST", 0.0)],
+    "no kind boost": [("kinds", "KIND_BOOST", 0.0)],
+    "no reply share": [("neighbours", "REPLY_SHARE", None)],  # None: the other neighbours' share
+    "shares as before": [("neighbours", "REPLY_SHARE", 0.1), ("neighbours", "NEIGHBOUR_SHARE", 0.1),
+                         ("documents", "DOCUMENT_SHARE", 0.3)],
+    "alone": [("speakers", "SPEAKER_BOOST", 0.0), ("kinds", "KIND_BOOST", 0.0)],
+}
+
+
+@contextlib.contextmanager
+def patched(fusion: str) -> Iterator[None]:
+    from engram.recall import documents, kinds, neighbours, speakers
+
+    modules = {"documents": documents, "kinds": kinds, "neighbours": neighbours, "speakers": speakers}
+    saved = [(modules[module], name, getattr(modules[module], name)) for module, name, _ in PATCHES.get(fusion, [])]
+    try:
+        for module, name, value in PATCHES.get(fusion, []):
+            setattr(modules[module], name, neighbours.NEIGHBOUR_SHARE if value is None else value)
+        yield
+    finally:
+        for module, name, value in saved:
+            setattr(module, name, value)
+
+
 def replay(item: Capture, arms: dict[str, str], fusion: str, rows: dict[uuid.UUID, Any]) -> list[uuid.UUID]:
     """Engram's fusion (or a variant of it) and final scoring over the chosen rankings, best first."""
     from engram.recall import scoring
@@ -179,23 +223,25 @@ def replay(item: Capture, arms: dict[str, str], fusion: str, rows: dict[uuid.UUI
     from engram.recall.pipeline import _score
 
     ranked = {arm: item.rankings.get(source, []) for arm, source in arms.items()}
-    if fusion == "rrf":
-        fused = scoring.fuse_rrf(ranked)
-    elif fusion == "fixed":
-        adapted = scoring.KEYWORD_WEIGHT_RANGE
-        scoring.KEYWORD_WEIGHT_RANGE = (1.0, 1.0)
-        try:
+    with patched(fusion):
+        if fusion == "rrf":
+            fused = scoring.fuse_rrf(ranked)
+        elif fusion == "fixed":
+            adapted = scoring.KEYWORD_WEIGHT_RANGE
+            scoring.KEYWORD_WEIGHT_RANGE = (1.0, 1.0)
+            try:
+                fused = scoring.fuse_scores(ranked)
+            finally:
+                scoring.KEYWORD_WEIGHT_RANGE = adapted
+        else:
             fused = scoring.fuse_scores(ranked)
-        finally:
-            scoring.KEYWORD_WEIGHT_RANGE = adapted
-    else:
-        fused = scoring.fuse_scores(ranked)
-    if fusion != "no neighbours":
-        fused = share_with_neighbours(fused, scoring.best_first(fused)[:NEIGHBOUR_SOURCES], NEIGHBOURS)
-    top = scoring.best_first(fused)[:300]
-    if fusion not in ("no document share", "alone"):
-        fused = share_document_best(fused, top, rows)
-    return [unit for _, unit, _ in _score(top, rows, fused, {}, {}, item.now, item.window)]
+        if fusion != "no neighbours":
+            fused = share_with_neighbours(
+                fused, scoring.leading(scoring.best_first(fused), fused, NEIGHBOUR_SOURCES), NEIGHBOURS)
+        top = scoring.leading(scoring.best_first(fused), fused, 300)
+        if fusion not in ("no document share", "alone"):
+            fused = share_document_best(fused, top, rows)
+        return [unit for _, unit, _ in _score(top, rows, fused, {}, {}, item.now, item.window, item.question)]
 
 
 def figures(recalls: list[dict[int, float]], categories: list[int]) -> dict[str, dict[str, float]]:
@@ -225,7 +271,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.save:
         import pickle
 
-        args.save.write_bytes(pickle.dumps((captures, rows, turn_of, NEIGHBOURS)))
+        args.save.write_bytes(pickle.dumps((captures, rows, turn_of, NEIGHBOURS, ENTITIES)))
     categories = [c.category for c in captures]
     results: dict[str, dict[str, dict[str, float]]] = {
         "recall as it ran": figures([evidence_recall(c.evidence, c.returned) for c in captures], categories)}

@@ -17,7 +17,12 @@ TURNS = [f"{NAMES[i % len(NAMES)]}: I bought a new {THINGS[i % len(THINGS)]} on 
     "Caro: My sister sells furniture at the flea market.",
     "Dev: We painted the kitchen green last week.",
 ]
-QUERIES = ["Who bought something new on Saturday?", "What furniture did people buy?", "market", "kitchen colour"]
+# The same words said in several documents tie on every score: only what the facts hold (their text,
+# date, document) may order them, never their ids.
+REMINDER = "Gus: See you all at the market next Saturday!"
+REMINDERS = 4
+QUERIES = ["Who bought something new on Saturday?", "What furniture did people buy?", "market", "kitchen colour",
+           "See you at the market"]
 WHEN = "2024-03-02T18:00:00Z"
 
 
@@ -25,15 +30,16 @@ def ingest(http: httpx.Client, bank_id: str) -> None:
     sessions = [TURNS[i : i + 11] for i in range(0, len(TURNS), 11)]
     items = [{"content": "\n".join(lines), "timestamp": WHEN, "document_id": f"session-{n}"}
              for n, lines in enumerate(sessions)]
+    items += [{"content": REMINDER, "timestamp": WHEN, "document_id": f"reminder-{n}"} for n in range(REMINDERS)]
     response = http.post(f"/v1/default/banks/{bank_id}/memories", json={"items": items})
     assert response.status_code == 200, response.text
 
 
-def ranking(http: httpx.Client, bank_id: str, query: str) -> list[str]:
+def ranking(http: httpx.Client, bank_id: str, query: str) -> list[tuple[str, str | None]]:
     response = http.post(f"/v1/default/banks/{bank_id}/memories/recall",
                          json={"query": query, "max_tokens": 8192, "query_timestamp": WHEN})
     assert response.status_code == 200, response.text
-    return [r["text"] for r in response.json()["results"]]
+    return [(r["text"], r.get("document_id")) for r in response.json()["results"]]
 
 
 def test_the_same_query_twice_ranks_the_same(http: httpx.Client, bank_id: str) -> None:
@@ -52,3 +58,6 @@ def test_two_fresh_ingests_of_the_same_data_rank_the_same(http: httpx.Client, ba
         mine, theirs = ranking(http, bank_id, query), ranking(http, other, query)
         assert len(mine) >= 5, (query, mine)
         assert mine == theirs, query
+    reminders = [document for text, document in ranking(http, bank_id, "See you at the market")
+                 if text.split(" | ")[0] == REMINDER]
+    assert sorted(reminders) == [f"reminder-{n}" for n in range(REMINDERS)], reminders

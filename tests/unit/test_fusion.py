@@ -56,3 +56,24 @@ def test_the_keyword_weight_follows_how_rare_the_matched_words_are() -> None:
     assert rare["keyword"] == pytest.approx(SCORE_WEIGHTS["keyword"] * 2)
     assert common["keyword"] == pytest.approx(SCORE_WEIGHTS["keyword"] / 2)
     assert rare["semantic"] == common["semantic"] == SCORE_WEIGHTS["semantic"]
+
+
+def test_a_cut_keeps_every_candidate_tied_with_its_last() -> None:
+    from engram.recall.scoring import best_first, leading
+
+    scores = {A: 0.9, B: 0.5, C: 0.5, uuid.uuid4(): 0.1}
+    ranked = best_first(scores)
+    assert set(leading(ranked, scores, 2)) == {A, B, C}  # B and C tie: which one came second was their ids
+    assert leading(ranked, scores, 1) == [A]
+    assert leading(ranked, scores, 10) == ranked
+    assert leading(ranked, scores, 0) == []
+
+
+def test_a_neighbours_shares_sum_alike_whatever_order_the_sources_come_in() -> None:
+    from engram.recall.neighbours import share_with_neighbours
+
+    # shares that, added one by one in different orders, give sums apart in their last bit
+    fused = {A: 0.26, B: 0.23, C: 1.0, (D := uuid.uuid4()): 0.47}
+    neighbours = {B: [(A, False)], C: [(A, True)], D: [(A, False)]}
+    sums = {share_with_neighbours(fused, order, neighbours)[A] for order in ([B, C, D], [D, C, B], [C, B, D])}
+    assert len(sums) == 1

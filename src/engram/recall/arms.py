@@ -214,7 +214,10 @@ async def graph(conn: asyncpg.Connection, scope: UnitFilter, seeds: Ranked, limi
     """Spread activation from the best semantic hits to facts that share entities with them
     (tanh(0.5 · shared count); an entity in more than 4 facts counts 2/√mentions, so a hub like
     "user" does not connect everything) or that are linked to them (semantic / causal link weight)."""
-    seeds = seeds[:GRAPH_SEEDS]
+    end = GRAPH_SEEDS  # and the seeds tied with the last one: a cut among equals would pick by id
+    while 0 < end < len(seeds) and seeds[end][1] == seeds[end - 1][1]:
+        end += 1
+    seeds = seeds[:end]
     if not seeds:
         return []
     params = SqlParams()

@@ -14,9 +14,12 @@ import uuid
 from collections.abc import Mapping
 from typing import Any
 
-# Tuned on LoCoMo's dev split (bench/locomo_ablation.py). Only the best DOCUMENT_SOURCES candidates
-# speak for their document: one weak match deep in the list says little about its document.
-DOCUMENT_SHARE = 0.3
+from engram.recall.scoring import leading
+
+# Tuned on LoCoMo's dev split (bench/locomo_ablation.py; 0.3 before the speaker's boost and the replies'
+# share, which made 0.4 worth +0.3 R@10). Only the best DOCUMENT_SOURCES candidates speak for their
+# document: one weak match deep in the list says little about its document.
+DOCUMENT_SHARE = 0.4
 DOCUMENT_SOURCES = 100
 
 
@@ -24,15 +27,16 @@ def share_document_best(
     fused: dict[uuid.UUID, float], ranked: list[uuid.UUID], rows: Mapping[uuid.UUID, Any]
 ) -> dict[uuid.UUID, float]:
     """The fused scores of `ranked` (best first), each plus DOCUMENT_SHARE of the best fused score
-    among the first DOCUMENT_SOURCES candidates of its document. A fact with no document (an
-    observation) is a document of its own, so it is not put behind the facts that have one."""
+    among the first DOCUMENT_SOURCES candidates (and those tied with the last of them) of its
+    document. A fact with no document (an observation) is a document of its own, so it is not put
+    behind the facts that have one."""
 
     def document(unit_id: uuid.UUID) -> str | uuid.UUID:
         row = rows.get(unit_id)
         return (row["document_id"] if row is not None else None) or unit_id
 
     best: dict[str | uuid.UUID, float] = {}
-    for unit_id in ranked[:DOCUMENT_SOURCES]:
+    for unit_id in leading(ranked, fused, DOCUMENT_SOURCES):
         key = document(unit_id)
         best[key] = max(best.get(key, fused[unit_id]), fused[unit_id])
     return {unit_id: fused[unit_id] + DOCUMENT_SHARE * best.get(document(unit_id), 0.0) for unit_id in ranked}

@@ -19,10 +19,12 @@ from engram.recall.documents import share_document_best
 from engram.recall.exclusion import keyword_text
 from engram.recall.filters import UnitFilter
 from engram.recall.include import include_chunks, include_entities, include_source_facts
+from engram.recall.kinds import kind_factor
 from engram.recall.neighbours import NEIGHBOUR_SOURCES, fetch_neighbours, share_with_neighbours
 from engram.recall.rows import fetch_candidates, result_payload
 from engram.recall.scope_size import facts_in_scope
-from engram.recall.scoring import best_first, fuse_scores, proof_factor, recency_factor, temporal_factor
+from engram.recall.scoring import best_first, fuse_scores, leading, proof_factor, recency_factor, temporal_factor
+from engram.recall.speakers import speaker_factor
 from engram.store.instants import OutOfCalendar, clamp, in_utc
 from engram.types import RecallRequest, RecallResponse
 
@@ -148,12 +150,12 @@ async def _recall_payload(
     ranked = await run_arms(services, scope, request, embedding, limit, window, config, timings)
     query_vector = await embedding
     fused = await _with_neighbours(services, scope, fuse_scores(ranked), timings)
-    top_ids = best_first(fused)[:limit]
+    top_ids = leading(best_first(fused), fused, limit)
     rows = await _timed("fetch", timings, fetch_candidates(services.pool, top_ids, query_vector))
     fused = share_document_best(fused, top_ids, rows)
 
     reranked = await _rerank(services, config, request.query, top_ids, rows, timings)
-    scored = _score(top_ids, rows, fused, reranked, dict(ranked.get("keyword", [])), now, window)
+    scored = _score(top_ids, rows, fused, reranked, dict(ranked.get("keyword", [])), now, window, request.query)
     floors = request.min_scores
     if floors and floors.reranker is not None and reranked:
         scored = [s for s in scored if s[2].get("reranker", 0.0) >= floors.reranker]
@@ -200,7 +202,7 @@ async def _recall_payload(
 async def _with_neighbours(
     services: Services, scope: UnitFilter, fused: dict[uuid.UUID, float], timings: dict[str, float]
 ) -> dict[uuid.UUID, float]:
-    sources = best_first(fused)[:NEIGHBOUR_SOURCES]
+    sources = leading(best_first(fused), fused, NEIGHBOUR_SOURCES)
     found = await _timed("neighbours", timings, fetch_neighbours(services.pool, scope, sources))
     return share_with_neighbours(fused, sources, found)
 
@@ -227,15 +229,18 @@ async def _rerank(
 def _score(
     top_ids: list[uuid.UUID], rows: dict[uuid.UUID, Any], fused: dict[uuid.UUID, float],
     reranked: dict[uuid.UUID, float], keyword_scores: dict[uuid.UUID, float], now: datetime,
-    window: tuple[datetime, datetime] | None,
+    window: tuple[datetime, datetime] | None, query: str = "",
 ) -> list[Scored]:
     """Final scores, best first: the reranker's score (or the fused rank, scaled to the best) times
-    the recency, temporal-proximity and proof-count boosts."""
+    the recency, temporal-proximity, proof-count, speaker and asked-kind boosts (a fact said by a
+    person `query` names, engram.recall.speakers; one naming a place when `query` asks where,
+    engram.recall.kinds)."""
     # Fused scores are spread over [0, 1] (RRF's were compressed: rank 1 = 1/61, rank 10 = 1/70), so the
     # ±10 % boosts only reorder near-ties instead of sorting everything by date.
     values = [fused[u] for u in top_ids if u in rows]
     low, high = min(values, default=0.0), max(values, default=1.0)
     span = high - low
+    said_by_named, names_asked_kind = speaker_factor(query), kind_factor(query)
     scored = []
     for unit_id in top_ids:
         row = rows.get(unit_id)
@@ -249,6 +254,8 @@ def _score(
             * recency_factor(when, now)
             * temporal_factor(row["occurred_start"] or row["mentioned_at"], row["occurred_end"], window)
             * proof_factor(row["fact_type"], row["proof_count"])
+            * said_by_named(row["text"])
+            * names_asked_kind(row["entity_types"])
         )
         scores = {"final": final}
         if reranked:
@@ -257,10 +264,17 @@ def _score(
         if (keyword := keyword_scores.get(unit_id)) is not None:
             scores["keyword"] = keyword
         scored.append((final, unit_id, scores))
-    # Equal scores are ordered by text (then id): the same data gives the same ranking, even in another
-    # bank or after a fresh ingest, where every id differs.
-    scored.sort(key=lambda s: (-s[0], rows[s[1]]["text"], s[1]))
+    # Equal scores are ordered by what the facts hold, not by their ids: the same data gives the same
+    # ranking, even in another bank or after a fresh ingest, where every id differs.
+    scored.sort(key=lambda s: (-s[0], *content_order(rows[s[1]]), s[1]))
     return scored
+
+
+def content_order(row: Any) -> tuple[str, str, str]:
+    """A fact's place among facts of equal score: its text, then (for the same words said twice, "Bye!")
+    when it was said or happened, then its document."""
+    when = row["occurred_start"] or row["mentioned_at"]
+    return (row["text"], when.isoformat() if when else "", row["document_id"] or "")
 
 
 def _trace(

@@ -13,16 +13,19 @@ CANDIDATE_COLUMNS = """
     m.document_id, NULLIF(m.metadata, '{}'::jsonb) AS metadata, m.chunk_id, m.tags, m.source_memory_ids,
     m.proof_count, m.token_count
 """
-# Each unit's entity names, sorted, for the units `$1` names: one join for all of them. A subquery per
-# row did the same work ~300 times over (2.6 of a recall's 3.3 ms of candidate fetch at 1,000 facts).
+# Each unit's entity names (sorted) and their kinds (for the asked kind's boost), for the units `$1`
+# names: one join for all of them. A subquery per row did the same work ~300 times over (2.6 of a
+# recall's 3.3 ms of candidate fetch at 1,000 facts).
 _UNITS_WITH_NAMES = """
     WITH names AS (
-        SELECT ue.unit_id, array_agg(e.canonical_name ORDER BY e.canonical_name) AS entity_names
+        SELECT ue.unit_id, array_agg(e.canonical_name ORDER BY e.canonical_name) AS entity_names,
+               array_agg(DISTINCT e.entity_type) FILTER (WHERE e.entity_type IS NOT NULL) AS entity_types
         FROM unit_entities ue JOIN entities e ON e.id = ue.entity_id
         WHERE ue.unit_id = ANY($1::uuid[])
         GROUP BY ue.unit_id
     )
-    SELECT {columns}, coalesce(n.entity_names, '{{}}') AS entity_names{extra}
+    SELECT {columns}, coalesce(n.entity_names, '{{}}') AS entity_names,
+           coalesce(n.entity_types, '{{}}') AS entity_types{extra}
     FROM memory_units m LEFT JOIN names n ON n.unit_id = m.id
     WHERE m.id = ANY($1::uuid[])
 """
@@ -31,9 +34,9 @@ _UNITS_WITH_NAMES = """
 async def fetch_candidates(
     pool: asyncpg.Pool, unit_ids: list[uuid.UUID], query_vector: Any
 ) -> dict[uuid.UUID, asyncpg.Record]:
-    """What scoring, the budget and the results need. Entity names come in the same round trip: most
-    candidates are kept (a budget of 4,096 tokens holds ~200 short facts), so a second query for the
-    kept ones cost more than the names of the few dropped."""
+    """What scoring, the budget and the results need. Entity names (and their kinds, for the asked
+    kind's boost) come in the same round trip: most candidates are kept (a budget of 4,096 tokens holds
+    ~200 short facts), so a second query for the kept ones cost more than the names of the few dropped."""
     if not unit_ids:
         return {}
     sql = _UNITS_WITH_NAMES.format(columns=CANDIDATE_COLUMNS, extra=", 1 - (m.embedding <=> $2::vector) AS similarity")

@@ -81,8 +81,23 @@ def fuse_scores(ranked_lists: dict[str, list[tuple[uuid.UUID, float]]]) -> dict[
 
 
 def best_first(fused: dict[uuid.UUID, float]) -> list[uuid.UUID]:
-    """The fused candidates best first; equal scores by id, so the cut at the candidate limit is stable."""
+    """The fused candidates best first; equal scores by id (cut them with `leading`)."""
     return sorted(fused, key=lambda unit_id: (-fused[unit_id], unit_id))
+
+
+def leading(ranked: list[uuid.UUID], scores: dict[uuid.UUID, float], n: int) -> list[uuid.UUID]:
+    """The first `n` of `ranked` (best first by `scores`) and every further one tied with the n-th. A
+    cut inside a run of equal scores would keep those whose ids sort first, and ids differ between two
+    ingests of the same data: which facts pass a share to their neighbours or speak for their document
+    must not depend on them."""
+    if n <= 0:
+        return []
+    if len(ranked) <= n:
+        return list(ranked)
+    end, last = n, scores[ranked[n - 1]]
+    while end < len(ranked) and scores[ranked[end]] == last:
+        end += 1
+    return ranked[:end]
 
 
 def recency_factor(when: datetime | None, now: datetime) -> float:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["split_sentences", "split_turns"]
+__all__ = ["split_sentences", "split_turns", "turn_speaker"]
 
 MIN_WORDS = 3  # a shorter piece ("Hey Mel!", "Thanks!") is merged into its neighbour
 
@@ -71,6 +71,12 @@ def split_turns(text: str) -> list[tuple[str | None, str]]:
         result.append((speaker, "\n".join(utterance).strip()))
     head = [(None, paragraph) for paragraph in _blocks("\n".join(preamble))]
     return head + [(who, said) for who, said in result if said]
+
+
+def turn_speaker(line: str) -> str | None:
+    """The speaker of a line that opens a turn ("Melanie: I ran a race"), as `split_turns` reads it."""
+    turn = _turn_start(line)
+    return turn[0] if turn else None
 
 
 def _turn_start(line: str) -> tuple[str, str] | None:
