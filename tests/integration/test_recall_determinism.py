@@ -1,8 +1,7 @@
 """Recall is deterministic: the same data and query give the same ranking, asked twice of one bank and
 asked of two banks that each ingested the same data (their ids differ, so rankings are compared by
 text). Equal scores are common offline (facts matching the same one word, facts of one session), so
-every tie needs an order that does not depend on the order rows come out of the database — the
-temporal links written at retain time included (the graph arm follows them)."""
+every tie needs an order that does not depend on the order rows come out of the database."""
 
 from __future__ import annotations
 
@@ -62,26 +61,3 @@ def test_two_fresh_ingests_of_the_same_data_rank_the_same(http: httpx.Client, ba
     reminders = [document for text, document in ranking(http, bank_id, "See you at the market")
                  if text.split(" | ")[0] == REMINDER]
     assert sorted(reminders) == [f"reminder-{n}" for n in range(REMINDERS)], reminders
-
-
-def temporal_links(http: httpx.Client, bank_id: str) -> set[tuple[str, str]]:
-    graph = http.get(f"/v1/default/banks/{bank_id}/graph", params={"limit": 1000}).json()
-    text = {node["data"]["id"]: node["data"]["text"] for node in graph["nodes"]}
-    return {(text[e["data"]["source"]], text[e["data"]["target"]])
-            for e in graph["edges"] if e["data"]["linkType"] == "temporal"}
-
-
-def test_facts_said_at_one_time_are_linked_alike_whatever_order_they_arrive_in(
-    http: httpx.Client, bank_id: str
-) -> None:
-    # 30 facts of one moment: each is linked in time to 20 of the others, so which 20 must not depend
-    # on the order their rows were written.
-    items = [{"content": f"{NAMES[i % len(NAMES)]} packed box number {i} for the move.", "timestamp": WHEN,
-              "document_id": f"box-{i}"} for i in range(30)]
-    other = f"{bank_id}-reversed"
-    for bank, batch in ((bank_id, items), (other, items[::-1])):
-        response = http.post(f"/v1/default/banks/{bank}/memories", json={"items": batch})
-        assert response.status_code == 200, response.text
-    mine = temporal_links(http, bank_id)
-    assert len(mine) == 30 * 20
-    assert temporal_links(http, other) == mine

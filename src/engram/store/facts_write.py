@@ -247,9 +247,7 @@ async def insert_temporal_links(
     """Link each new unit to up to `per_unit` units of the same type whose time is within the window,
     weight max(0.3, 1 - Δh/window). The nearest are among the `per_unit` nearest before it and the
     `per_unit` nearest after it, each read in order from memory_units_said_time (migration 014), so a
-    new unit costs two short index scans, not a pass over the bank. Units said at the same time (a
-    session's turns share its date) are taken in text order, then id, so which of them are linked does
-    not depend on the order rows come out of the index: two fresh ingests of the same data link alike."""
+    new unit costs two short index scans, not a pass over the bank."""
     if not unit_ids:
         return
     await conn.execute(
@@ -260,25 +258,25 @@ async def insert_temporal_links(
         CROSS JOIN LATERAL (
             SELECT c.id, abs(extract(epoch FROM c.said - coalesce(n.occurred_start, n.mentioned_at))) / 3600 AS dh
             FROM (
-                (SELECT o.id, coalesce(o.occurred_start, o.mentioned_at) AS said, o.text
+                (SELECT o.id, coalesce(o.occurred_start, o.mentioned_at) AS said
                  FROM memory_units o
                  WHERE o.bank_id = $1 AND o.fact_type = n.fact_type AND o.id <> n.id
                    AND coalesce(o.occurred_start, o.mentioned_at) BETWEEN
                        coalesce(n.occurred_start, n.mentioned_at) - make_interval(hours => $3::int)
                        AND coalesce(n.occurred_start, n.mentioned_at)
-                 ORDER BY coalesce(o.occurred_start, o.mentioned_at) DESC, o.text, o.id
+                 ORDER BY coalesce(o.occurred_start, o.mentioned_at) DESC
                  LIMIT $4)
                 UNION
-                (SELECT o.id, coalesce(o.occurred_start, o.mentioned_at), o.text
+                (SELECT o.id, coalesce(o.occurred_start, o.mentioned_at)
                  FROM memory_units o
                  WHERE o.bank_id = $1 AND o.fact_type = n.fact_type AND o.id <> n.id
                    AND coalesce(o.occurred_start, o.mentioned_at) BETWEEN
                        coalesce(n.occurred_start, n.mentioned_at)
                        AND coalesce(n.occurred_start, n.mentioned_at) + make_interval(hours => $3::int)
-                 ORDER BY coalesce(o.occurred_start, o.mentioned_at), o.text, o.id
+                 ORDER BY coalesce(o.occurred_start, o.mentioned_at)
                  LIMIT $4)
             ) c
-            ORDER BY 2, c.text, c.id
+            ORDER BY 2
             LIMIT $4
         ) near
         WHERE n.id = ANY($2::uuid[]) AND coalesce(n.occurred_start, n.mentioned_at) IS NOT NULL
