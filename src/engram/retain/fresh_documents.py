@@ -5,10 +5,10 @@ the check that nobody wrote it meanwhile, its row, its history event, its chunks
 an earlier version left...), a thousand round trips per batch, more than the facts themselves cost.
 When every document of a batch is new (nothing stored under its id at planning time, no attachments,
 no reprocessing), the same rows are written here with one statement per table (for a single new
-document too: five statements instead of eleven). What the one-by-one
-path would have done differently for such documents is checked first, under the same locks: a
-document that gained chunks since planning is a conflict either way; one that holds other leftovers
-(facts whose chunk was deleted, attachments) goes the one-by-one way."""
+document too: five statements instead of eleven). What the one-by-one path would have done
+differently for such documents is checked first, under the same locks: a document that gained chunks
+since planning is a conflict either way; one that holds other leftovers (facts whose chunk was
+deleted, attachments) goes the one-by-one way."""
 
 from __future__ import annotations
 
