@@ -15,6 +15,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from engram.errors import Conflict
+from engram.store import facts_write as fw
 
 if TYPE_CHECKING:
     from engram.retain.pipeline import DocumentPlan
@@ -63,7 +64,7 @@ async def write_fresh_documents(
             raise Conflict(f"document '{row['document_id']}' changed during this retain; retry it")
     if any(row["has_leftovers"] for row in state):
         return False
-    await _upsert_documents(conn, bank_id, plans, store_text, retain_params)
+    await fw.upsert_documents(conn, bank_id, _document_rows(plans, store_text, retain_params))
     await conn.execute(
         """
         INSERT INTO document_events (bank_id, document_id, kind, operation_id, facts_added)
@@ -85,13 +86,12 @@ async def write_fresh_documents(
     return True
 
 
-async def _upsert_documents(conn: Any, bank_id: str, plans: list[DocumentPlan], store_text: bool,
-                            retain_params: dict[str, dict[str, Any]]) -> None:
-    """One row per document, as `facts_write.upsert_document` writes it (a JSON array carries the
-    per-document lists and objects, which PostgreSQL arrays cannot hold side by side)."""
+def _document_rows(plans: list[DocumentPlan], store_text: bool,
+                   retain_params: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
+    """Each document's row for `facts_write.upsert_documents`, as the one-by-one path writes it."""
     from engram.retain.pipeline import content_hash
 
-    documents = [
+    return [
         {
             "id": plan.document_id,
             "original_text": plan.original_text if store_text else None,
@@ -103,18 +103,3 @@ async def _upsert_documents(conn: Any, bank_id: str, plans: list[DocumentPlan], 
         }
         for plan in plans
     ]
-    await conn.execute(
-        """
-        INSERT INTO documents (bank_id, id, original_text, content_hash, tags, metadata, retain_params,
-                               observation_scopes)
-        SELECT $1, d->>'id', d->>'original_text', d->>'content_hash',
-               ARRAY(SELECT jsonb_array_elements_text(d->'tags')),
-               NULLIF(d->'metadata', 'null'::jsonb), d->'retain_params', NULLIF(d->'observation_scopes', 'null'::jsonb)
-        FROM jsonb_array_elements($2::jsonb) AS d
-        ON CONFLICT (bank_id, id) DO UPDATE SET
-            original_text = excluded.original_text, content_hash = excluded.content_hash,
-            tags = excluded.tags, metadata = excluded.metadata, retain_params = excluded.retain_params,
-            observation_scopes = excluded.observation_scopes, updated_at = now()
-        """,
-        bank_id, documents,
-    )

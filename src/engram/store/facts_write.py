@@ -86,24 +86,32 @@ async def upsert_document(
     retain_params: dict[str, Any],
     observation_scopes: Any,
 ) -> None:
+    await upsert_documents(conn, bank_id, [{
+        "id": document_id, "original_text": original_text, "content_hash": content_hash, "tags": tags,
+        "metadata": metadata, "retain_params": retain_params, "observation_scopes": observation_scopes,
+    }])
+
+
+async def upsert_documents(conn: asyncpg.Connection, bank_id: str, documents: list[dict[str, Any]]) -> None:
+    """Documents' rows, inserted or replaced, in one statement. Each dict holds the columns by name (id,
+    original_text, content_hash, tags, metadata, retain_params, observation_scopes); a JSON array
+    carries them, since PostgreSQL arrays cannot hold per-document lists and objects side by side."""
     await conn.execute(
         """
         INSERT INTO documents (bank_id, id, original_text, content_hash, tags, metadata, retain_params,
                                observation_scopes)
-        VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+        SELECT $1, d->>'id', d->>'original_text', d->>'content_hash',
+               ARRAY(SELECT jsonb_array_elements_text(coalesce(d->'tags', '[]'))),
+               NULLIF(d->'metadata', 'null'::jsonb), NULLIF(d->'retain_params', 'null'::jsonb),
+               NULLIF(d->'observation_scopes', 'null'::jsonb)
+        FROM jsonb_array_elements($2::jsonb) AS d
         ON CONFLICT (bank_id, id) DO UPDATE SET
             original_text = excluded.original_text, content_hash = excluded.content_hash,
             tags = excluded.tags, metadata = excluded.metadata, retain_params = excluded.retain_params,
             observation_scopes = excluded.observation_scopes, updated_at = now()
         """,
         bank_id,
-        document_id,
-        original_text,
-        content_hash,
-        tags,
-        metadata,
-        retain_params,
-        observation_scopes,
+        documents,
     )
 
 
