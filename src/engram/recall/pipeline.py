@@ -71,6 +71,7 @@ async def run_arms(
 
     async def vector() -> Any:
         return await query_vector if isinstance(query_vector, asyncio.Future) else query_vector
+
     min_scores = request.min_scores
     min_semantic = min_scores.semantic if min_scores else None  # None: relative to the best hit
     min_keyword = min_scores.keyword if min_scores else None
