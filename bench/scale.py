@@ -6,6 +6,7 @@ resident memory, and on-disk size per memory. Prints figures; asserts nothing.
     .venv/bin/python bench/scale.py                          # checkpoints 10,000 and 100,000 (hours on 2 busy cores)
     .venv/bin/python bench/scale.py --sizes 2000,10000       # a shorter run
     .venv/bin/python bench/scale.py --quick                  # smoke run
+    .venv/bin/python bench/scale.py --keep /tmp/scale100k    # keep the bank (PostgreSQL's data dir) to profile
 """
 
 from __future__ import annotations
@@ -126,6 +127,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--batch", type=int, default=500, help="items per retain_batch call (default 500)")
     parser.add_argument("--settle", type=float, help="seconds to wait after an ingest stretch (default 20, quick 1)")
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--keep", type=Path, help="work in this (new) directory and keep it: the bank stays in "
+                        "its pg-shared/ data dir, database 'scale', for profiling afterwards")
     args = parser.parse_args(argv)
     args.sizes = [int(s) for s in (args.sizes or ("500,1500" if args.quick else "10000,100000")).split(",")]
     args.queries = args.queries or (10 if args.quick else 100)
@@ -135,7 +138,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    workdir = Path(tempfile.mkdtemp(prefix="engram-scale-"))
+    if args.keep:
+        args.keep.mkdir(parents=True)
+    workdir = args.keep or Path(tempfile.mkdtemp(prefix="engram-scale-"))
     postgres = EmbeddedPostgres(workdir / "pg-shared")
     try:
         dsn = create_database(postgres.start(), "scale")
@@ -147,7 +152,8 @@ def main(argv: list[str] | None = None) -> int:
             server.stop()
     finally:
         postgres.stop()
-        shutil.rmtree(workdir, ignore_errors=True)
+        if not args.keep:
+            shutil.rmtree(workdir, ignore_errors=True)
     print(reproduce_line("bench/scale.py"))
     return 0
 

@@ -12,7 +12,7 @@ import asyncpg
 import pytest
 
 from engram.errors import StoreUnavailable
-from engram.store.embedded import EmbeddedPostgres, running_server, socket_dir_for
+from engram.store.embedded import EmbeddedPostgres, running_server, shared_buffers_mb, socket_dir_for
 
 
 @pytest.fixture(scope="module")
@@ -49,12 +49,22 @@ async def test_start_gives_a_database_with_pgvector_and_pg_trgm(data_dir: Path) 
             assert await conn.fetchval("SELECT cardinality(show_trgm('é'))") > 0
             assert await conn.fetchval("SHOW maintenance_work_mem") == "512MB"
             assert await conn.fetchval("SHOW listen_addresses") == ""
+            buffers_mb = await conn.fetchval(
+                "SELECT setting::bigint * 8 / 1024 FROM pg_settings WHERE name = 'shared_buffers'")
+            assert buffers_mb == shared_buffers_mb()
             assert await conn.fetchval("SELECT current_database()") == "engram"
         finally:
             await conn.close()
         assert (data_dir / "pg.log").stat().st_size > 0
         if os.geteuid() == 0:
             assert pg.pgdata.stat().st_uid != 0, "PostgreSQL must run as an unprivileged user"
+
+
+def test_shared_buffers_are_an_eighth_of_the_memory_within_128_mb_and_1_gb() -> None:
+    gib = 2**30
+    assert shared_buffers_mb(4 * gib) == 512
+    assert shared_buffers_mb(gib // 2) == 128
+    assert shared_buffers_mb(64 * gib) == 1024
 
 
 async def test_a_second_instance_joins_and_leaves_the_server_to_its_starter(data_dir: Path) -> None:

@@ -3,6 +3,8 @@ settings, and a bulk retain leaves fresh planner statistics behind."""
 
 from __future__ import annotations
 
+import uuid
+
 import asyncpg
 
 from engram import Memory
@@ -20,6 +22,21 @@ async def test_filtered_vector_searches_keep_scanning_on_every_pooled_connection
                 await conn.fetchval("SELECT '[1,2]'::vector <=> '[2,1]'::vector")
                 assert await conn.fetchval("SHOW hnsw.iterative_scan") == "relaxed_order"
                 assert await conn.fetchval("SHOW hnsw.ef_search") == "100"
+    finally:
+        await store.close()
+
+
+async def test_the_semantic_link_search_gives_back_the_session_search_settings(isolated_dsn: str) -> None:
+    # It narrows the HNSW search (and turns sorting off) for its own statement only: the rest of the
+    # retain's transaction, a recall among them, must search as every other statement does.
+    from engram.store import facts_write
+
+    store = await open_store(Settings(database_url=isolated_dsn), min_size=1, max_size=1)
+    try:
+        async with store.pool.acquire() as conn, conn.transaction():
+            await facts_write.insert_semantic_links(conn, "no-such-bank", [uuid.uuid4()])
+            assert await conn.fetchval("SHOW hnsw.ef_search") == "100"
+            assert await conn.fetchval("SHOW enable_sort") == "on"
     finally:
         await store.close()
 
@@ -42,5 +59,8 @@ async def test_a_bulk_retain_leaves_fresh_statistics_and_a_small_one_does_not_re
         assert analysed is not None
         memory.retain("stats", "One more fact about basil.")
         assert await last_analyze(isolated_dsn) == analysed
+        # 55 new rows: over the base threshold (50) but under 50 + 10 % of the 121 rows there
+        memory.retain_batch("stats", [{"content": f"Note {n} is about peppers in pot {n}."} for n in range(55)])
+        assert await last_analyze(isolated_dsn) == analysed, "a bulk retain below 50 + 10 % does not reanalyse"
     finally:
         memory.close()

@@ -306,10 +306,14 @@ async def insert_semantic_links(
     The neighbours come from the HNSW index. Left to itself, the planner sorts the whole bank by
     distance for each new unit on banks of a few thousand facts (its estimate of the index is
     cautious): 18 ms a unit at 3,600 facts, growing with the bank, against 0.7 ms through the index.
-    Sorting is switched off for this statement, so the index, which returns rows in order, wins."""
+    Sorting is switched off for this statement, so the index, which returns rows in order, wins.
+    The search keeps `per_unit` + 1 candidates (the unit itself is the first), not the session's 100:
+    links are approximate anyway, and it was a third of a bulk item's PostgreSQL time at 100,000
+    facts (1.45 against 0.9 ms a unit, 1 % fewer links)."""
     if not unit_ids:
         return
-    await conn.execute("SET LOCAL enable_sort = off")  # the caller's transaction; back on below
+    # The caller's transaction; back to the session's values below.
+    await conn.execute(f"SET LOCAL enable_sort = off; SET LOCAL hnsw.ef_search = {int(per_unit) + 1}")
     await conn.execute(
         """
         INSERT INTO memory_links (from_unit, to_unit, bank_id, link_type, weight)
@@ -330,4 +334,4 @@ async def insert_semantic_links(
         min_similarity,
         per_unit,
     )
-    await conn.execute("SET LOCAL enable_sort TO DEFAULT")
+    await conn.execute("SET LOCAL enable_sort TO DEFAULT; SET LOCAL hnsw.ef_search TO DEFAULT")

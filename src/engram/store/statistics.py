@@ -34,7 +34,9 @@ async def analyze_if_stale(pool: asyncpg.Pool) -> bool:
     whether it ran (False too when another connection is already analysing)."""
     async with pool.acquire() as conn:
         stale = await conn.fetchval(
-            "SELECT n_mod_since_analyze > $1 + $2 * greatest(n_live_tup, reltuples::bigint)"
+            # $2 typed: inferred from the bigint beside it, 0.1 was sent as 0 and every bulk retain
+            # re-analysed the tables (~0.8 s at 100,000 facts, a sixth of the ingest).
+            "SELECT n_mod_since_analyze > $1 + $2::float8 * greatest(n_live_tup, reltuples::bigint)"
             " FROM pg_stat_user_tables JOIN pg_class ON pg_class.oid = relid WHERE relid = 'memory_units'::regclass",
             BASE_THRESHOLD, SCALE_FACTOR,
         )
