@@ -34,12 +34,16 @@ TABLES = ["memory_units", "memory_unit_sentences", "memory_links", "unit_entitie
           "entity_cooccurrences", "chunks", "documents"]
 
 
-def rss_mb(pids: list[int]) -> float:
+def memory_mb(pids: list[int], field: str) -> float:
+    """The processes' summed `field` in MB: VmRSS from /proc/PID/status, or Pss from smaps_rollup (each
+    process's share of the pages it shares: PostgreSQL's backends each count, in their RSS, every page
+    of shared buffers they have touched)."""
     total = 0
     for pid in pids:
+        name = "status" if field == "VmRSS" else "smaps_rollup"
         try:
-            for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-                if line.startswith("VmRSS:"):
+            for line in Path(f"/proc/{pid}/{name}").read_text().splitlines():
+                if line.startswith(f"{field}:"):
                     total += int(line.split()[1])
         except OSError:
             continue
@@ -108,8 +112,10 @@ def run(args: argparse.Namespace, server: Any, pgdata: Path, dsn: str) -> None:
         qs = queries[n * args.queries : (n + 1) * args.queries]
         print(f"  recall ({len(qs)} fresh queries, client defaults): {recall_figures(client, bank, qs, meter)}",
               flush=True)
-        server_mb, pg_mb = rss_mb([server.pid]), rss_mb(postgres_pids(pgdata))
-        print(f"  RSS: server {server_mb:.0f} MB, PostgreSQL {pg_mb:.0f} MB", flush=True)
+        pg_pids = postgres_pids(pgdata)
+        server_mb, pg_mb = memory_mb([server.pid], "VmRSS"), memory_mb(pg_pids, "VmRSS")
+        pg_pss = memory_mb(pg_pids, "Pss")
+        print(f"  RSS: server {server_mb:.0f} MB, PostgreSQL {pg_mb:.0f} MB (PSS {pg_pss:.0f} MB)", flush=True)
         sizes = disk_sizes(dsn)
         per = {k: v / size for k, v in sizes.items()}
         tables = ", ".join(f"{k} {v:.0f}" for k, v in per.items() if k != "database" and v >= 1)

@@ -44,17 +44,38 @@ _SETTINGS = {
 SHARED_BUFFERS_MIN_MB, SHARED_BUFFERS_MAX_MB = 128, 1024
 
 
-def shared_buffers_mb(physical_bytes: int | None = None) -> int:
-    """An eighth of the machine's memory, within 128 MB (PostgreSQL's default) and 1 GB. At 128 MB a
-    bank of 100,000 facts (1.6 GB: the HNSW index alone is 190 MB) was read back from the OS cache
-    page by page: the semantic arm took 24 instead of 10 ms, a bulk item 11 instead of 8 ms of
-    PostgreSQL's CPU. Shared memory is only resident once touched, so a small bank costs no more."""
+def shared_buffers_mb(data_bytes: int, physical_bytes: int | None = None) -> int:
+    """Half the data PostgreSQL holds when it starts, within 128 MB (PostgreSQL's default) and the
+    smaller of 1 GB and an eighth of the machine's memory.
+
+    At 128 MB a bank of 100,000 facts (1.6 GB on disk, the HNSW index alone 190 MB) was read back from
+    the OS cache page by page: its semantic arm took 24 instead of 10 ms, a bulk item 11 instead of 8
+    ms of PostgreSQL's CPU. Sized to the data, not fixed: every PostgreSQL process counts, in its
+    resident memory, the part of the buffers' bookkeeping it touches (~6 MB a process at 1 GB), which a
+    small bank would pay for nothing. Computed at each start, so a bank that grew gets more buffers
+    from the next one."""
     if physical_bytes is None:
         try:
             physical_bytes = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
         except (ValueError, OSError):
             physical_bytes = 0
-    return max(SHARED_BUFFERS_MIN_MB, min(SHARED_BUFFERS_MAX_MB, physical_bytes // 8 // 2**20))
+    ceiling = max(SHARED_BUFFERS_MIN_MB, min(SHARED_BUFFERS_MAX_MB, physical_bytes // 8 // 2**20))
+    return max(SHARED_BUFFERS_MIN_MB, min(ceiling, data_bytes // 2 // 2**20))
+
+
+def data_bytes(pgdata: Path) -> int:
+    """The bytes of the databases' files (pgdata/base), without WAL or logs."""
+    total = 0
+    stack = [pgdata / "base"]
+    while stack:
+        with contextlib.suppress(OSError), os.scandir(stack.pop()) as entries:
+            for entry in entries:
+                with contextlib.suppress(OSError):
+                    if entry.is_dir(follow_symlinks=False):
+                        stack.append(Path(entry.path))
+                    else:
+                        total += entry.stat(follow_symlinks=False).st_size
+    return total
 
 
 # One psql run, no race: the caller holds the data directory's lock.
@@ -319,7 +340,8 @@ def _write_settings(pgdata: Path, socket_dir: Path, account: tuple[int, int] | N
     text = conf.read_text()
     if _INCLUDE not in text:
         conf.write_text(f"{text}\n# Engram's settings\n{_INCLUDE}\n")
-    settings = _SETTINGS | {"shared_buffers": f"{shared_buffers_mb()}MB", "unix_socket_directories": str(socket_dir)}
+    buffers = shared_buffers_mb(data_bytes(pgdata))
+    settings = _SETTINGS | {"shared_buffers": f"{buffers}MB", "unix_socket_directories": str(socket_dir)}
     lines = [f"{name} = '{value.replace(chr(39), chr(39) * 2)}'\n" for name, value in settings.items()]
     ours = pgdata / "engram.conf"
     ours.write_text("# Written by Engram at every start: use ALTER SYSTEM to override.\n" + "".join(lines))
