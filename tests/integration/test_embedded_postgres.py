@@ -58,6 +58,9 @@ async def test_start_gives_a_database_with_pgvector_and_pg_trgm(data_dir: Path) 
             buffers_mb = await conn.fetchval(
                 "SELECT setting::bigint * 8 / 1024 FROM pg_settings WHERE name = 'shared_buffers'")
             assert buffers_mb == 128, "a new cluster's few MB of data get PostgreSQL's default"
+            if conn.get_server_version().major >= 18:
+                assert await conn.fetchval("SHOW io_method") == "sync", "no I/O worker processes"
+            assert await conn.fetchval("SHOW max_logical_replication_workers") == "0"
             assert await conn.fetchval("SELECT current_database()") == "engram"
         finally:
             await conn.close()

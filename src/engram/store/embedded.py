@@ -40,7 +40,13 @@ _SETTINGS = {
     "maintenance_work_mem": "512MB",  # HNSW index builds are ~4x faster than with the 64MB default
     "max_connections": "200",
     "fsync": "on",
+    # No logical replication launcher: a process (and its resident memory) for a feature never used.
+    "max_logical_replication_workers": "0",
 }
+# PostgreSQL 18 reads through three I/O worker processes by default; reading in the backend itself (as
+# before 18) keeps three processes and ~14 MB of resident memory fewer, and the data of a bank this
+# serves is in memory anyway.
+_SETTINGS_FROM_18 = {"io_method": "sync"}
 SHARED_BUFFERS_MIN_MB, SHARED_BUFFERS_MAX_MB = 128, 1024
 
 
@@ -61,6 +67,14 @@ def shared_buffers_mb(data_bytes: int, physical_bytes: int | None = None) -> int
             physical_bytes = 0
     ceiling = max(SHARED_BUFFERS_MIN_MB, min(SHARED_BUFFERS_MAX_MB, physical_bytes // 8 // 2**20))
     return max(SHARED_BUFFERS_MIN_MB, min(ceiling, data_bytes // 2 // 2**20))
+
+
+def _major_version(pgdata: Path) -> int:
+    """The cluster's PostgreSQL major version, from the PG_VERSION file initdb wrote (0 if unreadable)."""
+    try:
+        return int((pgdata / "PG_VERSION").read_text().strip().split(".")[0])
+    except (OSError, ValueError):
+        return 0
 
 
 def data_bytes(pgdata: Path) -> int:
@@ -342,6 +356,8 @@ def _write_settings(pgdata: Path, socket_dir: Path, account: tuple[int, int] | N
         conf.write_text(f"{text}\n# Engram's settings\n{_INCLUDE}\n")
     buffers = shared_buffers_mb(data_bytes(pgdata))
     settings = _SETTINGS | {"shared_buffers": f"{buffers}MB", "unix_socket_directories": str(socket_dir)}
+    if _major_version(pgdata) >= 18:
+        settings |= _SETTINGS_FROM_18
     lines = [f"{name} = '{value.replace(chr(39), chr(39) * 2)}'\n" for name, value in settings.items()]
     ours = pgdata / "engram.conf"
     ours.write_text("# Written by Engram at every start: use ALTER SYSTEM to override.\n" + "".join(lines))
