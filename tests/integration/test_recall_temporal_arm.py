@@ -39,3 +39,16 @@ def test_a_period_finds_what_was_said_in_it_and_nothing_else(http: httpx.Client,
     april = temporal_ranking(http, bank_id, "What happened in April 2023?")
     assert [t.split(" | ")[0] for t in april] == [SAID[4][0]], april
     assert temporal_ranking(http, bank_id, "What happened in March 2021?") == []
+
+
+def test_a_window_given_end_first_finds_what_spans_it_and_is_no_error(http: httpx.Client, bank_id: str) -> None:
+    items = [{"content": text, "timestamp": when, "document_id": f"turn-{n}"} for n, (text, when) in enumerate(SAID)]
+    assert http.post(f"/v1/default/banks/{bank_id}/memories", json={"items": items}).status_code == 200
+    # Said before the window's "end" and ending after its "start": only the spring event qualifies.
+    body = {"query": "garden party", "trace": True,
+            "temporal_window": {"start": "2023-04-20T00:00:00Z", "end": "2023-04-10T00:00:00Z"}}
+    response = http.post(f"/v1/default/banks/{bank_id}/memories/recall", json=body)
+    assert response.status_code == 200, response.text
+    texts = {r["id"]: r["text"] for r in response.json()["results"]}
+    found = [texts[r["id"]].split(" | ")[0] for r in response.json()["trace"]["results"] if "temporal" in r["ranks"]]
+    assert found == [SAID[4][0]]

@@ -316,7 +316,9 @@ async def temporal(
             SELECT m.id, m.embedding      -- much of the index when few facts fall inside the window
             FROM memory_units m
             WHERE {where}
-              AND {FACT_TIME_SPAN} && tstzrange({lo}, {hi}, '[)')  -- the span index (migration 021)
+              -- the span index (migration 021); least/greatest: a window given end before start is
+              -- no error, the exact conditions below decide as they did without the index
+              AND {FACT_TIME_SPAN} && tstzrange(least({lo}::timestamptz, {hi}), greatest({lo}::timestamptz, {hi}), '[]')
               AND coalesce(m.occurred_start, m.mentioned_at) < {hi}
               AND coalesce(m.occurred_end, m.occurred_start, m.mentioned_at) >= {lo}
         ),
