@@ -319,8 +319,8 @@ async def temporal(
               -- the span index (migration 021); least/greatest: a window given end before start is
               -- no error, the exact conditions below decide as they did without the index
               AND {FACT_TIME_SPAN} && tstzrange(least({lo}::timestamptz, {hi}), greatest({lo}::timestamptz, {hi}), '[]')
-              AND coalesce(m.occurred_start, m.mentioned_at) < {hi}
-              AND coalesce(m.occurred_end, m.occurred_start, m.mentioned_at) >= {lo}
+              AND {_SAID_START} < {hi}
+              AND {_SAID_END} >= {lo}
         ),
         inside AS (
             SELECT w.id, 1 - (w.embedding <=> {vector}::vector) AS similarity

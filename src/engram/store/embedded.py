@@ -50,7 +50,7 @@ _SETTINGS_FROM_18 = {"io_method": "sync"}
 SHARED_BUFFERS_MIN_MB, SHARED_BUFFERS_MAX_MB = 128, 1024
 
 
-def shared_buffers_mb(data_bytes: int, physical_bytes: int | None = None) -> int:
+def shared_buffers_mb(data_size: int, physical_bytes: int | None = None) -> int:
     """Half the data PostgreSQL holds when it starts, within 128 MB (PostgreSQL's default) and the
     smaller of 1 GB and an eighth of the machine's memory.
 
@@ -66,7 +66,7 @@ def shared_buffers_mb(data_bytes: int, physical_bytes: int | None = None) -> int
         except (ValueError, OSError):
             physical_bytes = 0
     ceiling = max(SHARED_BUFFERS_MIN_MB, min(SHARED_BUFFERS_MAX_MB, physical_bytes // 8 // 2**20))
-    return max(SHARED_BUFFERS_MIN_MB, min(ceiling, data_bytes // 2 // 2**20))
+    return max(SHARED_BUFFERS_MIN_MB, min(ceiling, data_size // 2 // 2**20))
 
 
 def _major_version(pgdata: Path) -> int:
