@@ -91,7 +91,7 @@ class Capture:
 
 
 async def variant_rankings(services: Any, scope: Any, query: str, query_vector: Any, limit: int) -> dict[str, Ranked]:
-    from engram.recall import arms
+    from engram.recall import arms, keyword_arm
     from engram.recall.exclusion import keyword_text
     from engram.store.sql import SqlParams
 
@@ -99,14 +99,14 @@ async def variant_rankings(services: Any, scope: Any, query: str, query_vector: 
     found: dict[str, Ranked] = {}
     async with services.pool.acquire() as conn:
         for name, setting in (("keyword_without_lead_in", "LEAD_IN_WEIGHT"), ("keyword_without_dates", "DATE_WEIGHT")):
-            weight = getattr(arms, setting)
-            setattr(arms, setting, 0.0)
+            weight = getattr(keyword_arm, setting)
+            setattr(keyword_arm, setting, 0.0)
             try:
-                found[name] = await arms.keyword(conn, scope, words, limit, None)
+                found[name] = await keyword_arm.keyword(conn, scope, words, limit, None)
             finally:
-                setattr(arms, setting, weight)
-        found["keyword_with_excluded_words"] = await arms.keyword(conn, scope, query, limit, None)
-        terms = arms.keyword_query(words)
+                setattr(keyword_arm, setting, weight)
+        found["keyword_with_excluded_words"] = await keyword_arm.keyword(conn, scope, query, limit, None)
+        terms = keyword_arm.keyword_query(words)
         params = SqlParams()
         tsquery, where = params.add(terms or "x"), scope.where(params)
         rows = await conn.fetch(

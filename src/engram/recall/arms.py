@@ -1,9 +1,8 @@
 """The retrieval arms. Each returns candidates best first as (unit id, arm score); each is one SQL
-round trip."""
+round trip. The keyword arm is engram.recall.keyword_arm."""
 
 from __future__ import annotations
 
-import re
 import uuid
 from datetime import datetime
 
@@ -24,7 +23,6 @@ GRAPH_SEEDS = 20
 # Facts reached only through hub entities (a speaker named in every turn) score far below this; they
 # would otherwise flood the fusion with weak matches.
 GRAPH_MIN_ACTIVATION = 0.15
-_WORD = re.compile(r"[A-Za-z0-9]+")
 # A fact's time span as the index of migration 021 spells it (the planner matches it word for word):
 # event dates, else when it was said; least/greatest keep it a valid range.
 _SAID_START = "coalesce(m.occurred_start, m.mentioned_at)"
@@ -119,100 +117,6 @@ async def semantic(
     if min_similarity is None:
         min_similarity = default_floor(found[0][1]) if found else 0.0
     return [(unit_id, similarity) for unit_id, similarity in found if similarity >= min_similarity]
-
-
-def keyword_query(text: str) -> str | None:
-    """An OR of the query's words for to_tsquery (stemming and stop words are PostgreSQL's)."""
-    words = list(dict.fromkeys(w.lower() for w in _WORD.findall(text)))
-    return " | ".join(words) if words else None
-
-
-# Okapi BM25 parameters; how much a word of a fact's lead-in counts next to one of the fact itself; and
-# the share of the facts in scope above which a word scores nothing (where classic BM25's IDF turns
-# negative): "user" in every fact of a bank says nothing about which one is meant.
-BM25_K1 = 1.2
-BM25_B = 0.75
-LEAD_IN_WEIGHT = 0.5
-UBIQUITOUS_SHARE = 0.5
-# How much a word of the fact's date (its day, month name and year, indexed at weight C by migration
-# 015) counts next to one of the fact itself: "in May 2023" finds the turns of May 2023's sessions,
-# whose own words never say when they were said.
-DATE_WEIGHT = 0.5
-
-
-async def keyword(
-    conn: asyncpg.Connection, scope: UnitFilter, query: str, limit: int, min_rank: float | None,
-    scope_size: int | None = None,
-) -> Ranked:
-    """Okapi BM25 over the facts sharing a word with the query (PostgreSQL's stemming and stop words).
-
-    Document frequencies are counted among the matching facts (every fact containing a query word is
-    one), N is the number of facts in scope, and the average length is that of the matching facts, so
-    one query computes exact IDF without any stored statistics. A word of the lead-in counts
-    LEAD_IN_WEIGHT of one of the fact's own words, a word of its date DATE_WEIGHT; a word in more than
-    UBIQUITOUS_SHARE of the facts (and in more than one) scores nothing, and a fact matching only such
-    words is no candidate: they all tied at 0, so which of them filled the list was chance (and a list
-    of ties fused as all best). `scope_size`: N, if known (never taken below the facts matched); else
-    counted here."""
-    terms = keyword_query(query)
-    if terms is None:
-        return []
-    params = SqlParams()
-    tsquery = params.add(terms)
-    text = params.add(query)
-    where = scope.where(params)
-    lead = params.add(LEAD_IN_WEIGHT)
-    dated = params.add(DATE_WEIGHT)
-    if scope_size is None:
-        n = f"(SELECT count(*) FROM memory_units m WHERE {where})"
-    else:
-        n = f"greatest({params.add(scope_size)}::bigint, (SELECT count(*) FROM matched))"
-    rows = await conn.fetch(
-        f"""
-        WITH query_terms AS MATERIALIZED (
-            SELECT array_agg(DISTINCT lexeme) AS lexemes
-            FROM unnest(tsvector_to_array(to_tsvector('english', {text}))) AS lexeme
-        ),
-        matched AS MATERIALIZED (
-            SELECT m.id, m.search, length(m.search) AS doc_length
-            FROM memory_units m
-            WHERE {where} AND m.search @@ to_tsquery('english', {tsquery})
-        ),
-        -- A lexeme's weights list one letter per occurrence: A in the fact, B in its lead-in, C in its
-        -- date. Only the query's lexemes are unnested: the fact's vector without the lexemes that are not
-        -- the query's (ts_delete twice) instead of every lexeme joined with the query's, 2-3x cheaper.
-        hits AS (
-            SELECT c.id, c.doc_length, u.lexeme,
-                   cardinality(array_positions(u.weights, 'A'))
-                   + {lead}::float8 * cardinality(array_positions(u.weights, 'B'))
-                   + {dated}::float8 * cardinality(array_positions(u.weights, 'C')) AS tf
-            FROM matched c CROSS JOIN query_terms q
-            CROSS JOIN LATERAL unnest(ts_delete(c.search, tsvector_to_array(ts_delete(c.search, q.lexemes)))) u
-        ),
-        frequency AS (SELECT lexeme, count(*) AS df FROM hits GROUP BY lexeme),
-        corpus AS MATERIALIZED (  -- counted once (inlined, each use of n would count the scope again)
-            SELECT {n} AS n, (SELECT greatest(avg(doc_length), 1) FROM matched) AS average_length
-        ),
-        idf AS MATERIALIZED (  -- once per word: a numeric ln per matched fact was most of this query
-            SELECT f.lexeme, CASE WHEN f.df > 1 AND f.df > k.n * {UBIQUITOUS_SHARE} THEN 0
-                                  ELSE ln(1 + (k.n - f.df + 0.5) / (f.df + 0.5)) END AS weight
-            FROM frequency f CROSS JOIN corpus k
-        )
-        SELECT id, rank FROM (
-            SELECT h.id, round(sum(
-                w.weight * h.tf * {BM25_K1 + 1}
-                / (h.tf + {BM25_K1} * (1 - {BM25_B} + {BM25_B} * h.doc_length / k.average_length))
-            )::numeric, {SCORE_DECIMALS})::float8 AS rank
-            FROM hits h JOIN idf w USING (lexeme) CROSS JOIN corpus k
-            GROUP BY h.id
-        ) scored
-        WHERE rank > 0  -- matching only words in over half the facts says nothing: no candidate
-        ORDER BY rank DESC, id
-        LIMIT {params.add(limit)}
-        """,
-        *params.values,
-    )
-    return [(row["id"], float(row["rank"])) for row in rows if min_rank is None or float(row["rank"]) >= min_rank]
 
 
 async def graph(conn: asyncpg.Connection, scope: UnitFilter, seeds: Ranked, limit: int) -> Ranked:

@@ -18,6 +18,10 @@ class UnitFilter:
     tags_match: str = "any"
     tag_groups: list[TagGroup] | None = None
 
+    def sees_whole_fact_types(self) -> bool:
+        """Whether the scope is every valid fact of its types (no tag filter narrows it)."""
+        return tags_condition(SqlParams(), self.tags, self.tags_match) == "TRUE" and not self.tag_groups
+
     def where(self, params: SqlParams, alias: str = "m") -> str:
         column = f"{alias}.tags"
         parts = [

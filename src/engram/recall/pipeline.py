@@ -13,7 +13,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from engram.errors import BankNotFound, InvalidInput
-from engram.recall import arms
+from engram.recall import arms, keyword_arm
 from engram.recall.budget import fill_budget
 from engram.recall.documents import share_document_best
 from engram.recall.exclusion import keyword_text
@@ -94,7 +94,7 @@ async def run_arms(
     tasks: dict[str, Any] = {"semantic+graph": semantic_then_graph()}
     if config.get("enable_text_search", True):
         words = keyword_text(request.query)
-        tasks["keyword"] = _timed("keyword", timings, with_conn(arms.keyword, words, limit, min_keyword, size))
+        tasks["keyword"] = _timed("keyword", timings, with_conn(keyword_arm.keyword, words, limit, min_keyword, size))
     if window is not None:
         async def temporal() -> arms.Ranked:
             query = await vector()

@@ -1,10 +1,12 @@
-"""How many facts a recall's scope holds, remembered for a few seconds.
+"""How many facts a recall's scope holds.
 
-The keyword arm needs it (BM25's N) and the semantic arm decides by it between exact distances and
-the HNSW index. Counted on every recall it was the largest part of both at scale: an index-only scan
-over every fact in scope, ~8 ms at 16,000 facts under load, ten times that at 100,000. A count a few
-seconds old moves BM25's IDF by the facts written since (the keyword arm never lets N fall below the
-facts it matched), and this process forgets a bank's counts when it writes to it.
+The semantic arm decides by it between exact distances and the HNSW index, and the keyword arm of a
+tag-filtered scope takes it as BM25's N. A scope that is every valid fact of its types reads it from
+the totals migration 022 keeps (exact and current, a few rows). A tag-filtered scope has to count:
+an index-only scan over every fact in scope, ~8 ms at 16,000 facts under load, ten times that at
+100,000, so its count is remembered for a few seconds. A count a few seconds old moves BM25's IDF by
+the facts written since (the keyword arm never lets N fall below the facts it matched), and this
+process forgets a bank's counts when it writes to it.
 """
 
 from __future__ import annotations
@@ -13,7 +15,10 @@ import json
 import time
 from typing import Any
 
+import asyncpg
+
 from engram.recall.filters import UnitFilter
+from engram.store import keyword_frequencies
 from engram.store.sql import SqlParams
 
 TTL_SECONDS = 5.0
@@ -29,7 +34,13 @@ def _key(scope: UnitFilter) -> tuple[Any, ...]:
 
 
 async def facts_in_scope(conn: Any, scope: UnitFilter) -> int:
-    """The number of valid facts the scope sees (a connection or the pool)."""
+    """The number of valid facts the scope sees (a connection or the pool; given the pool, totals that
+    took many rows to sum are compacted in the background)."""
+    if scope.sees_whole_fact_types():
+        facts, rows = await keyword_frequencies.facts_of_types(conn, scope.bank_id, scope.fact_types)
+        if isinstance(conn, asyncpg.Pool) and rows > keyword_frequencies.COMPACT_AFTER_ROWS:
+            keyword_frequencies.compact_soon(conn, scope.bank_id)
+        return facts
     key = _key(scope)
     now = time.monotonic()
     cached = _counts.get(key)

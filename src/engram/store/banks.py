@@ -61,6 +61,9 @@ async def delete_bank(conn: Conn, bank_id: str) -> bool:
     async with transaction(conn) as tx:
         await tx.execute("DELETE FROM async_operations WHERE bank_id = $1", bank_id)
         status = await tx.execute("DELETE FROM banks WHERE bank_id = $1", bank_id)
+        # Not a foreign key: the facts' cascade would then insert their negative counts for a bank
+        # already gone. Their trigger skips a deleted bank's facts instead, and its rows go here.
+        await tx.execute("DELETE FROM keyword_frequencies WHERE bank_id = $1", bank_id)
     return status.endswith(" 1")
 
 

@@ -1,0 +1,183 @@
+"""The keyword arm: Okapi BM25 over the facts sharing a word with the query (PostgreSQL's English
+stemming and stop words), best first.
+
+A word of a fact's lead-in counts LEAD_IN_WEIGHT of one of the fact's own words, a word of its date
+DATE_WEIGHT; a word in more than UBIQUITOUS_SHARE of the facts (and in more than one) scores nothing,
+and a fact matching only such words is no candidate: they all tied at 0, so which of them filled the
+list was chance (and a list of ties fused as all best).
+
+A scope that is every valid fact of its types (no tag filter) takes its document frequencies, N and
+average length from the counts migration 022 keeps, and reads only the facts of the words that can
+change its list (engram.recall.keyword_plan). A tag-filtered scope counts them among its matching
+facts in the query itself (N is the facts in scope, the average length that of the matching facts).
+"""
+
+from __future__ import annotations
+
+import re
+
+import asyncpg
+
+from engram.recall import keyword_plan
+from engram.recall.arms import SCORE_DECIMALS, Ranked
+from engram.recall.filters import UnitFilter
+from engram.recall.keyword_plan import BM25_B, BM25_K1, UBIQUITOUS_SHARE, KeywordPlan
+from engram.store import keyword_frequencies
+from engram.store.sql import SqlParams
+
+_WORD = re.compile(r"[A-Za-z0-9]+")
+# How much a word of a fact's lead-in counts next to one of the fact itself.
+LEAD_IN_WEIGHT = 0.5
+# How much a word of the fact's date (its day, month name and year, indexed at weight C by migration
+# 015) counts next to one of the fact itself: "in May 2023" finds the turns of May 2023's sessions,
+# whose own words never say when they were said.
+DATE_WEIGHT = 0.5
+
+
+def keyword_query(text: str) -> str | None:
+    """An OR of the query's words for to_tsquery (stemming and stop words are PostgreSQL's)."""
+    words = list(dict.fromkeys(w.lower() for w in _WORD.findall(text)))
+    return " | ".join(words) if words else None
+
+
+def lexeme_query(lexemes: list[str]) -> str:
+    """A tsquery matching any of these lexemes as they are (already stemmed: not normalised again)."""
+    return " | ".join("'" + lexeme.replace("\\", "\\\\").replace("'", "''") + "'" for lexeme in lexemes)
+
+
+def _term_frequency(params: SqlParams) -> str:
+    """The weighted occurrences of an unnested lexeme `u`: its weights list one letter per occurrence,
+    A in the fact, B in its lead-in, C in its date."""
+    lead, dated = params.add(LEAD_IN_WEIGHT), params.add(DATE_WEIGHT)
+    return (f"cardinality(array_positions(u.weights, 'A'))"
+            f" + {lead}::float8 * cardinality(array_positions(u.weights, 'B'))"
+            f" + {dated}::float8 * cardinality(array_positions(u.weights, 'C'))")
+
+
+def _bm25(weight: str, average_length: str) -> str:
+    return (f"round(sum({weight} * h.tf * {BM25_K1 + 1} / (h.tf + {BM25_K1} * (1 - {BM25_B} + {BM25_B}"
+            f" * h.doc_length / {average_length})))::numeric, {SCORE_DECIMALS})::float8")
+
+
+async def keyword(
+    conn: asyncpg.Connection, scope: UnitFilter, query: str, limit: int, min_rank: float | None,
+    scope_size: int | None = None,
+) -> Ranked:
+    """The `limit` best facts by BM25. `scope_size`: the facts in scope, if known (a tag-filtered
+    scope's N; never taken below the facts matched)."""
+    if scope.sees_whole_fact_types():
+        ranked = await _planned(conn, scope, query, limit)
+    else:
+        ranked = await _counted(conn, scope, query, limit, scope_size)
+    return [(unit_id, rank) for unit_id, rank in ranked if min_rank is None or rank >= min_rank]
+
+
+async def _planned(conn: asyncpg.Connection, scope: UnitFilter, query: str, limit: int) -> Ranked:
+    words = await keyword_frequencies.read_scope_words(conn, scope.bank_id, scope.fact_types, query)
+    plan = keyword_plan.plan(words, limit)
+    if not plan.weights:
+        return []
+    ranked = await score(conn, scope, plan, limit)
+    scores = [rank for _, rank in ranked]
+    if not plan.is_exact(scores, limit):
+        # The facts of the words read are scored already: the second reading takes only those holding
+        # none of them, and the two lists merge (both ordered as the query orders, by score then id).
+        more = await score(conn, scope, plan.skipping_below(scores, limit), limit, already_read=plan.read)
+        ranked = sorted(ranked + more, key=lambda hit: (-hit[1], hit[0]))[:limit]
+    return ranked
+
+
+async def score(
+    conn: asyncpg.Connection, scope: UnitFilter, plan: KeywordPlan, limit: int, already_read: list[str] | None = None
+) -> Ranked:
+    """BM25 of every fact holding a word of `plan.read`, over all the plan's words; with `already_read`,
+    only of the facts holding none of those words."""
+    params = SqlParams()
+    where = scope.where(params)
+    lexemes = params.add(list(plan.weights))
+    weights = params.add(list(plan.weights.values()))
+    read = params.add(lexeme_query([word for word in plan.read if word not in (already_read or [])]))
+    if already_read:
+        where += f" AND NOT m.search @@ {params.add(lexeme_query(already_read))}::tsquery"
+    tf = _term_frequency(params)
+    average_length = params.add(plan.average_length)
+    rows = await conn.fetch(
+        f"""
+        WITH words AS MATERIALIZED (SELECT * FROM unnest({lexemes}::text[], {weights}::float8[]) AS w(lexeme, weight)),
+        matched AS MATERIALIZED (
+            SELECT m.id, m.search, length(m.search) AS doc_length
+            FROM memory_units m
+            WHERE {where} AND m.search @@ {read}::tsquery
+        ),
+        -- Only the query's lexemes are unnested: the fact's vector without the lexemes that are not the
+        -- query's (ts_delete twice) instead of every lexeme joined with the query's, 2-3x cheaper.
+        hits AS (
+            SELECT c.id, c.doc_length, u.lexeme, {tf} AS tf
+            FROM matched c
+            CROSS JOIN LATERAL unnest(ts_delete(c.search, tsvector_to_array(ts_delete(c.search, {lexemes}::text[])))) u
+        )
+        SELECT h.id, {_bm25("w.weight", f"{average_length}::float8")} AS rank
+        FROM hits h JOIN words w USING (lexeme)
+        GROUP BY h.id
+        ORDER BY rank DESC, h.id
+        LIMIT {params.add(limit)}
+        """,
+        *params.values,
+    )
+    return [(row["id"], float(row["rank"])) for row in rows]
+
+
+async def _counted(
+    conn: asyncpg.Connection, scope: UnitFilter, query: str, limit: int, scope_size: int | None
+) -> Ranked:
+    """BM25 with document frequencies counted among the matching facts (every fact containing a query
+    word is one), so one query computes exact IDF for any scope."""
+    terms = keyword_query(query)
+    if terms is None:
+        return []
+    params = SqlParams()
+    tsquery = params.add(terms)
+    text = params.add(query)
+    where = scope.where(params)
+    tf = _term_frequency(params)
+    if scope_size is None:
+        n = f"(SELECT count(*) FROM memory_units m WHERE {where})"
+    else:
+        n = f"greatest({params.add(scope_size)}::bigint, (SELECT count(*) FROM matched))"
+    rows = await conn.fetch(
+        f"""
+        WITH query_terms AS MATERIALIZED (
+            SELECT array_agg(DISTINCT lexeme) AS lexemes
+            FROM unnest(tsvector_to_array(to_tsvector('english', {text}))) AS lexeme
+        ),
+        matched AS MATERIALIZED (
+            SELECT m.id, m.search, length(m.search) AS doc_length
+            FROM memory_units m
+            WHERE {where} AND m.search @@ to_tsquery('english', {tsquery})
+        ),
+        hits AS (  -- the query's lexemes only, as in _score
+            SELECT c.id, c.doc_length, u.lexeme, {tf} AS tf
+            FROM matched c CROSS JOIN query_terms q
+            CROSS JOIN LATERAL unnest(ts_delete(c.search, tsvector_to_array(ts_delete(c.search, q.lexemes)))) u
+        ),
+        frequency AS (SELECT lexeme, count(*) AS df FROM hits GROUP BY lexeme),
+        corpus AS MATERIALIZED (  -- counted once (inlined, each use of n would count the scope again)
+            SELECT {n} AS n, (SELECT greatest(avg(doc_length), 1) FROM matched) AS average_length
+        ),
+        idf AS MATERIALIZED (  -- once per word: a numeric ln per matched fact was most of this query
+            SELECT f.lexeme, CASE WHEN f.df > 1 AND f.df > k.n * {UBIQUITOUS_SHARE} THEN 0
+                                  ELSE ln(1 + (k.n - f.df + 0.5) / (f.df + 0.5)) END AS weight
+            FROM frequency f CROSS JOIN corpus k
+        )
+        SELECT id, rank FROM (
+            SELECT h.id, {_bm25("w.weight", "k.average_length")} AS rank
+            FROM hits h JOIN idf w USING (lexeme) CROSS JOIN corpus k
+            GROUP BY h.id
+        ) scored
+        WHERE rank > 0  -- matching only words in over half the facts says nothing: no candidate
+        ORDER BY rank DESC, id
+        LIMIT {params.add(limit)}
+        """,
+        *params.values,
+    )
+    return [(row["id"], float(row["rank"])) for row in rows]

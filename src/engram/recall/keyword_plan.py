@@ -1,0 +1,97 @@
+"""Which query words the keyword arm must read the facts of, given every word's document frequency.
+
+BM25 gives a common word a small weight, and a word's contribution to one fact's score is bounded:
+the term-frequency factor tf·(k1+1) / (tf + k1·(1 − b + b·length/average)) grows with tf and falls
+with the fact's length, so the word's most occurrences in a fact and the shortest fact holding it
+bound it. When the list the arm returns (its `limit` best facts) is filled by facts holding a rarer
+word, and its last score is above what the common words could add up to, a fact holding only common
+words cannot be in it: their facts need not be read. At 100,000 facts "work" is in one in eight,
+and reading those was most of the arm's time.
+
+The plan is checked against its result (`is_exact`); one that fails is run again skipping only the
+words its result proves cannot matter (`skipping_below`), so the arm's answer is always exactly BM25
+over every fact holding a query word.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+
+from engram.store.keyword_frequencies import ScopeWords, WordCount
+
+# Okapi BM25 parameters, and the share of the facts in scope above which a word scores nothing (where
+# classic BM25's IDF turns negative): "user" in every fact of a bank says nothing about which one is meant.
+BM25_K1 = 1.2
+BM25_B = 0.75
+UBIQUITOUS_SHARE = 0.5
+def idf(facts_with_word: int, facts: int) -> float:
+    """BM25's inverse document frequency; 0 for a word in over UBIQUITOUS_SHARE of the facts."""
+    if facts_with_word > 1 and facts_with_word > facts * UBIQUITOUS_SHARE:
+        return 0.0
+    return math.log(1 + (facts - facts_with_word + 0.5) / (facts_with_word + 0.5))
+
+
+def tf_factor(tf: float, length: float, average_length: float) -> float:
+    return tf * (BM25_K1 + 1) / (tf + BM25_K1 * (1 - BM25_B + BM25_B * length / average_length))
+
+
+@dataclass(frozen=True)
+class KeywordPlan:
+    """`weights`: the IDF of every query word with a non-zero one; `commonest_first`: those words by
+    weight; `bounds[k]`: the most the k commonest can add to a fact's score together; the first
+    `skipped` words go unread (the facts holding one of the others are scored, with all their words)."""
+
+    weights: dict[str, float]
+    commonest_first: list[str]
+    bounds: list[float]
+    skipped: int
+    average_length: float
+
+    @property
+    def read(self) -> list[str]:
+        return sorted(self.commonest_first[self.skipped:])
+
+    @property
+    def skips(self) -> bool:
+        return self.skipped > 0
+
+    def is_exact(self, scores: list[float], limit: int) -> bool:
+        """Whether the best `limit` scores of the facts read are the best of all facts: nothing was
+        skipped, or the list is full and its last score beats every fact holding only skipped words."""
+        return not self.skips or (len(scores) >= limit and scores[limit - 1] > self.bounds[self.skipped] + 1e-9)
+
+    def skipping_below(self, scores: list[float], limit: int) -> KeywordPlan:
+        """The plan to run after this one was not exact with these scores: it skips the most common
+        words that cannot reach the list's last score (none if the list was not full). Its list is
+        exact: it reads a superset of the facts, so its last score is at least as high."""
+        skipped = 0
+        if len(scores) >= limit:
+            while skipped < self.skipped and self.bounds[skipped + 1] < scores[limit - 1] - 1e-9:
+                skipped += 1
+        return replace(self, skipped=skipped)
+
+
+def word_bound(weight: float, count: WordCount, average_length: float) -> float:
+    """The most one word adds to a fact's score (a weighted tf never exceeds its occurrences)."""
+    if count.max_occurrences is None or count.min_length is None:
+        return weight * (BM25_K1 + 1)  # the factor's supremum
+    return weight * tf_factor(count.max_occurrences, count.min_length, average_length)
+
+
+def plan(scope: ScopeWords, limit: int) -> KeywordPlan:
+    """Skip as many of the commonest words as leave words holding at least `limit` facts: reading the
+    rarest words' facts is cheap, and when it does not settle the list its last score says which words
+    the second reading can still skip (`skipping_below`)."""
+    facts = max(scope.facts, max((c.facts for c in scope.words.values()), default=0), 1)
+    average_length = max(scope.total_length / facts, 1.0) if scope.facts else 1.0
+    weights = {word: w for word, count in scope.words.items() if (w := idf(count.facts, facts)) > 0}
+    commonest_first = sorted(weights, key=lambda word: (weights[word], word))
+    bounds = [0.0]
+    for word in commonest_first:
+        bounds.append(bounds[-1] + word_bound(weights[word], scope.words[word], average_length))
+    skipped = 0
+    while (skipped + 1 < len(commonest_first)
+           and sum(scope.words[w].facts for w in commonest_first[skipped + 1:]) >= limit):
+        skipped += 1
+    return KeywordPlan(weights, commonest_first, bounds, skipped, average_length)

@@ -1,0 +1,207 @@
+"""The per-word fact counts of migration 022 stay exact through every way facts change, and the
+keyword arm that reads them ranks exactly as BM25 over every fact holding a query word, whether its
+plan leaves common words unread or not."""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import time
+
+import asyncpg
+import httpx
+import pytest
+
+from engram.recall import keyword_arm, keyword_plan
+from engram.recall.filters import UnitFilter
+from engram.store import keyword_frequencies
+
+TYPES = ["world", "experience", "observation"]
+
+
+async def kept_and_true_counts(dsn: str, bank_id: str) -> tuple[dict, dict]:
+    """(the counts the table sums to, the counts memory_units holds), per (fact type, lexeme); lexeme
+    '' is the totals: (facts, summed lengths)."""
+    conn = await asyncpg.connect(dsn)
+    try:
+        kept = {(r["fact_type"], r["lexeme"]): (r["facts"], r["length"]) for r in await conn.fetch(
+            "SELECT fact_type, lexeme, sum(facts) AS facts, sum(length) AS length FROM keyword_frequencies"
+            " WHERE bank_id = $1 GROUP BY 1, 2 HAVING sum(facts) <> 0", bank_id)}
+        true = {(r["fact_type"], r["lexeme"]): (r["facts"], r["length"]) for r in await conn.fetch(
+            """
+            SELECT fact_type, w.lexeme, count(*) AS facts, 0 AS length
+            FROM memory_units m CROSS JOIN LATERAL unnest(m.search) w
+            WHERE bank_id = $1 AND state = 'valid' GROUP BY 1, 2
+            UNION ALL
+            SELECT fact_type, '', count(*), sum(length(search)) FROM memory_units
+            WHERE bank_id = $1 AND state = 'valid' GROUP BY 1
+            """, bank_id)}
+        return kept, true
+    finally:
+        await conn.close()
+
+
+async def assert_counts_exact(dsn: str, bank_id: str) -> dict:
+    kept, true = await kept_and_true_counts(dsn, bank_id)
+    assert kept == true
+    return kept
+
+
+def memory_ids(http: httpx.Client, bank_id: str) -> list[dict]:
+    response = http.get(f"/v1/default/banks/{bank_id}/memories/list", params={"limit": 100})
+    assert response.status_code == 200, response.text
+    return response.json()["items"]
+
+
+async def test_the_counts_follow_every_change_of_the_facts(http: httpx.Client, bank_id: str, pg_dsn: str) -> None:
+    items = [{"content": f"Maria planted {n} tomato seedlings in the garden.", "document_id": f"doc-{n % 3}"}
+             for n in range(9)] + [{"content": "John repaired the garden fence on Sunday.", "document_id": "fence"}]
+    assert http.post(f"/v1/default/banks/{bank_id}/memories", json={"items": items}).status_code == 200
+    assert http.post(f"/v1/default/banks/{bank_id}/memories",
+                     json={"items": [{"content": "Maria sold tomato chutney at the market."}]}).status_code == 200
+    kept = await assert_counts_exact(pg_dsn, bank_id)
+    assert kept[("world", "tomato")][0] >= 10 and kept[("world", "")][0] >= 11
+
+    facts = memory_ids(http, bank_id)
+    fence = next(f for f in facts if "fence" in f["text"])
+    edits = [{"text": "John painted the fence blue."}, {"fact_type": "experience"}, {"state": "invalidated"},
+             {"state": "valid"}]
+    for edit in edits:  # new words, another type, out of and back into the valid facts
+        response = http.patch(f"/v1/default/banks/{bank_id}/memories/{fence['id']}", json=edit)
+        assert response.status_code == 200, response.text
+        kept = await assert_counts_exact(pg_dsn, bank_id)
+    assert ("experience", "paint") in kept and ("world", "fenc") not in kept
+
+    assert http.delete(f"/v1/default/banks/{bank_id}/documents/doc-0").status_code == 200
+    await assert_counts_exact(pg_dsn, bank_id)
+
+    pool = await asyncpg.create_pool(pg_dsn, min_size=1, max_size=2)
+    try:
+        async with pool.acquire() as conn:
+            rows_before = await conn.fetchval("SELECT count(*) FROM keyword_frequencies WHERE bank_id = $1", bank_id)
+            assert await keyword_frequencies.compact(pool, bank_id) < rows_before
+            kept_after = await assert_counts_exact(pg_dsn, bank_id)
+            rows_after = await conn.fetchval("SELECT count(*) FROM keyword_frequencies WHERE bank_id = $1", bank_id)
+            assert rows_after == len(kept_after), "one row per fact type and word"
+
+            assert http.delete(f"/v1/default/banks/{bank_id}/memories").status_code == 200
+            assert await assert_counts_exact(pg_dsn, bank_id) == {}
+            assert http.post(f"/v1/default/banks/{bank_id}/memories",
+                             json={"items": [{"content": "Maria bought a tomato plant."}]}).status_code == 200
+            assert http.delete(f"/v1/default/banks/{bank_id}").status_code == 200
+            assert await conn.fetchval("SELECT count(*) FROM keyword_frequencies WHERE bank_id = $1", bank_id) == 0
+    finally:
+        await pool.close()
+    # A bank made again under the same id starts from nothing.
+    assert http.post(f"/v1/default/banks/{bank_id}/memories",
+                     json={"items": [{"content": "Maria bought a tomato plant."}]}).status_code == 200
+    kept = await assert_counts_exact(pg_dsn, bank_id)
+    assert kept[("world", "tomato")] == (1, 0)
+    # What migration 022 does for the facts written before it.
+    conn = await asyncpg.connect(pg_dsn)
+    try:
+        await conn.execute("DELETE FROM keyword_frequencies WHERE bank_id = $1", bank_id)
+        await conn.execute("SELECT rebuild_keyword_frequencies()")
+    finally:
+        await conn.close()
+    assert await assert_counts_exact(pg_dsn, bank_id) == kept
+
+
+def reference_bm25(facts: dict, words: dict[str, float], average_length: float) -> dict:
+    """BM25 computed here from each fact's unnested vector: {id: score} of the facts holding a word."""
+    scores = {}
+    for unit_id, (length, lexemes) in facts.items():
+        total = 0.0
+        for lexeme, weights in lexemes.items():
+            if lexeme in words:
+                tf = (weights.count("A") + keyword_arm.LEAD_IN_WEIGHT * weights.count("B")
+                      + keyword_arm.DATE_WEIGHT * weights.count("C"))
+                total += words[lexeme] * keyword_plan.tf_factor(tf, length, average_length)
+        if total > 0:
+            scores[unit_id] = total
+    return scores
+
+
+COMMON = "garden"
+SENTENCES = (
+    [f"Maria watered the {COMMON} beds in row {n}." for n in range(60)]
+    + [f"The {COMMON} tomato plants of plot {n} grew tall." for n in range(8)]
+    + [f"Tomato soup recipe number {n} needs basil." for n in range(8)]
+    + ["Maria and John talked about tomato blight and basil in the community garden for an hour."]
+    + [f"John cycled to the office on day {n}." for n in range(100)]
+    + [f"Kayak {COMMON} trip {n}." for n in range(12)]
+    + [f"On a long windy afternoon near harbour wall {n} the walrus watchers counted seabirds, seals, gulls,"
+       f" puffins, terns, cormorants and one lost heron." for n in range(6)]
+    + ["The kayak club saw a walrus."]  # read in the first reading, and holding a word of the second
+)
+
+
+@pytest.mark.parametrize("limit", [3, 10, 40])
+async def test_the_planned_arm_ranks_as_bm25_over_every_matching_fact(
+    http: httpx.Client, bank_id: str, pg_dsn: str, limit: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    readings: list[list[str]] = []  # the words each scoring query read
+    real_score = keyword_arm.score
+
+    async def counted_score(conn: asyncpg.Connection, scope: UnitFilter, plan: keyword_plan.KeywordPlan, n: int,
+                            already_read: list[str] | None = None) -> list:
+        readings.append([word for word in plan.read if word not in (already_read or [])])
+        return await real_score(conn, scope, plan, n, already_read)
+
+    monkeypatch.setattr(keyword_arm, "score", counted_score)
+    items = [{"content": text} for text in SENTENCES]
+    assert http.post(f"/v1/default/banks/{bank_id}/memories", json={"items": items}).status_code == 200
+    scope = UnitFilter(bank_id, TYPES)
+    conn = await asyncpg.connect(pg_dsn)
+    try:
+        facts: dict = {}
+        for row in await conn.fetch(
+            "SELECT m.id, length(m.search) AS length, w.lexeme, w.weights FROM memory_units m"
+            " CROSS JOIN LATERAL unnest(m.search) w WHERE m.bank_id = $1 AND m.state = 'valid'", bank_id):
+            facts.setdefault(row["id"], (row["length"], {}))[1][row["lexeme"]] = list(row["weights"])
+        skipped_any, passes, readings_of = False, {}, {}
+        for query in ["tomato garden", "basil tomato garden", "garden", "tomato", "community garden blight",
+                      "walrus garden", "walrus kayak garden", "heron kayak"]:
+            words = await keyword_frequencies.read_scope_words(conn, bank_id, TYPES, query)
+            plan = keyword_plan.plan(words, limit)
+            skipped_any |= plan.skips
+            expected = reference_bm25(facts, plan.weights, plan.average_length)
+            best = sorted(expected.items(), key=lambda item: (-round(item[1], 9), str(item[0])))[:limit]
+            readings.clear()
+            found = await keyword_arm.keyword(conn, scope, query, limit, None)
+            passes[query], readings_of[query] = len(readings), list(readings)
+            assert [unit_id for unit_id, _ in found] == [unit_id for unit_id, _ in best], query
+            assert all(math.isclose(a, b, abs_tol=1e-6) for (_, a), (_, b) in zip(found, best, strict=True))
+        assert skipped_any == (limit < 40), "the common word goes unread when the rarer words fill the list"
+        if limit == 3:
+            # The walrus facts are long: their scores do not beat what kayak and garden could add, and
+            # the second reading skips garden only; the tomato facts settle the list in one reading.
+            assert passes["walrus kayak garden"] == 2 and passes["tomato garden"] == 1, passes
+            assert readings_of["walrus kayak garden"] == [["walrus"], ["kayak"]], "each fact is read once"
+    finally:
+        await conn.close()
+
+
+def test_a_recall_compacts_the_counts_once_they_pile_up(http: httpx.Client, bank_id: str, pg_dsn: str) -> None:
+    # Every retain appends its own rows; a recall summing many for its scope's totals compacts the bank
+    # behind it.
+    for n in range(40):
+        response = http.post(f"/v1/default/banks/{bank_id}/memories",
+                             json={"items": [{"content": f"Maria picked tomato number {n}."}]})
+        assert response.status_code == 200, response.text
+
+    async def rows() -> tuple[int, int]:
+        conn = await asyncpg.connect(pg_dsn)
+        try:
+            return await conn.fetchval(  # type: ignore[no-any-return]
+                "SELECT count(*) FROM keyword_frequencies WHERE bank_id = $1 AND lexeme IN ('tomato', '')", bank_id)
+        finally:
+            await conn.close()
+
+    assert asyncio.run(rows()) >= 80
+    assert http.post(f"/v1/default/banks/{bank_id}/memories/recall", json={"query": "tomato"}).status_code == 200
+    deadline = time.monotonic() + 10
+    while asyncio.run(rows()) > 2 and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert asyncio.run(rows()) == 2, "one row for the word and one for the totals"
+    asyncio.run(assert_counts_exact(pg_dsn, bank_id))

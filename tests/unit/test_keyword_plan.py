@@ -1,0 +1,62 @@
+"""The keyword arm's plan: which words it may leave unread, and when its result proves exact."""
+
+from __future__ import annotations
+
+import itertools
+
+from engram.recall.keyword_plan import BM25_K1, idf, plan, tf_factor, word_bound
+from engram.store.keyword_frequencies import ScopeWords, WordCount
+
+
+def scope(**facts_with_word: int) -> ScopeWords:
+    words = {word: WordCount(n, 1, 6) for word, n in facts_with_word.items()}
+    return ScopeWords(facts=10_000, total_length=80_000, words=words)
+
+
+def test_a_word_in_over_half_the_facts_weighs_nothing_and_rarer_words_weigh_more() -> None:
+    assert idf(5_001, 10_000) == 0.0
+    assert idf(1, 1) > 0, "a word in the only fact still counts"
+    assert idf(10, 10_000) > idf(1_000, 10_000) > idf(4_000, 10_000) > 0
+
+
+def test_the_commonest_words_go_unread_while_the_rest_hold_a_full_list() -> None:
+    planned = plan(scope(work=1_500, costa=400, ines=350, everyone=6_000), limit=300)
+    assert "everyone" not in planned.weights
+    assert planned.commonest_first == ["work", "costa", "ines"]
+    assert planned.read == ["ines"] and planned.skipped == 2
+    # Fewer facts than the list holds: every word is read.
+    assert plan(scope(work=1_500, ines=250), limit=300).read == ["ines", "work"]
+    assert plan(scope(ines=350), limit=300).skipped == 0, "the rarest word is always read"
+
+
+def test_the_bounds_add_up_each_skipped_words_most() -> None:
+    planned = plan(scope(work=1_500, costa=400, ines=350), limit=300)
+    work, costa = (word_bound(planned.weights[word], WordCount(0, 1, 6), planned.average_length)
+                   for word in ("work", "costa"))
+    assert planned.bounds[:3] == [0.0, work, work + costa]
+
+
+def test_a_word_bound_is_never_below_what_the_word_adds_to_a_fact() -> None:
+    count = WordCount(facts=10, max_occurrences=3, min_length=5)
+    bound = word_bound(2.0, count, average_length=9.0)
+    for tf, length in itertools.product([0.5, 1, 1.5, 2, 2.5, 3], range(5, 40)):
+        assert 2.0 * tf_factor(tf, length, 9.0) <= bound + 1e-12
+    assert word_bound(2.0, WordCount(10, None, None), 9.0) == 2.0 * (BM25_K1 + 1)
+
+
+def test_a_result_is_exact_only_when_its_full_list_ends_above_the_skipped_words() -> None:
+    planned = plan(scope(work=1_500, costa=400, ines=350), limit=3)
+    bound = planned.bounds[planned.skipped]
+    assert planned.is_exact([9.0, 8.0, bound + 0.01], limit=3)
+    assert not planned.is_exact([9.0, 8.0, bound], limit=3), "a fact holding only skipped words may tie"
+    assert not planned.is_exact([9.0, 8.0], limit=3), "a list not full has room for them"
+    nothing_skipped = plan(scope(ines=350), limit=3)
+    assert nothing_skipped.is_exact([], limit=3)
+
+
+def test_the_second_reading_skips_only_the_words_that_cannot_reach_the_first_lists_end() -> None:
+    planned = plan(scope(work=1_500, costa=400, ines=350), limit=3)
+    between = (planned.bounds[1] + planned.bounds[2]) / 2
+    assert planned.skipping_below([9.0, 8.0, between], limit=3).read == ["costa", "ines"]
+    assert planned.skipping_below([9.0, 8.0, planned.bounds[1] / 2], limit=3).skipped == 0
+    assert planned.skipping_below([9.0, 8.0], limit=3).skipped == 0, "a list not full proves nothing"
