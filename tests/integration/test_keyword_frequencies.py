@@ -205,3 +205,32 @@ def test_a_recall_compacts_the_counts_once_they_pile_up(http: httpx.Client, bank
         time.sleep(0.1)
     assert asyncio.run(rows()) == 2, "one row for the word and one for the totals"
     asyncio.run(assert_counts_exact(pg_dsn, bank_id))
+
+
+async def test_concurrent_retains_of_one_bank_keep_exact_counts(server: object, bank_id: str, pg_dsn: str) -> None:
+    # Each retain appends its own rows, so retains running together neither wait on a shared counter
+    # nor lose an update; while they run, a recall's compaction may fold rows the others just wrote.
+    from concurrent.futures import ThreadPoolExecutor
+
+    def retain(n: int) -> None:
+        with server.client() as http:  # type: ignore[attr-defined]
+            for batch in range(8):
+                items = [{"content": f"Worker {n} planted tomato {batch}-{k} beside the basil."} for k in range(3)]
+                response = http.post(f"/v1/default/banks/{bank_id}/memories", json={"items": items})
+                assert response.status_code == 200, response.text
+                assert http.post(f"/v1/default/banks/{bank_id}/memories/recall",
+                                 json={"query": "tomato basil"}).status_code == 200
+
+    async def delta_rows() -> int:
+        conn = await asyncpg.connect(pg_dsn)
+        try:
+            return await conn.fetchval(  # type: ignore[no-any-return]
+                "SELECT count(*) FROM keyword_frequencies WHERE bank_id = $1 AND lexeme = ''", bank_id)
+        finally:
+            await conn.close()
+
+    with ThreadPoolExecutor(max_workers=6) as pool:
+        list(pool.map(retain, range(6)))
+    assert await delta_rows() < 48, "48 retains wrote totals rows, and compactions folded some meanwhile"
+    kept = await assert_counts_exact(pg_dsn, bank_id)
+    assert kept[("world", "tomato")][0] == 144
