@@ -25,6 +25,8 @@ from engram.store.keyword_frequencies import ScopeWords, WordCount
 BM25_K1 = 1.2
 BM25_B = 0.75
 UBIQUITOUS_SHARE = 0.5
+
+
 def idf(facts_with_word: int, facts: int) -> float:
     """BM25's inverse document frequency; 0 for a word in over UBIQUITOUS_SHARE of the facts."""
     if facts_with_word > 1 and facts_with_word > facts * UBIQUITOUS_SHARE:
