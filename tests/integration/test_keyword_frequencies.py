@@ -47,6 +47,17 @@ async def assert_counts_exact(dsn: str, bank_id: str) -> dict:
     return kept
 
 
+async def delta_rows(dsn: str, bank_id: str, lexemes: list[str]) -> int:
+    """How many rows the bank's counts of these lexemes take ('' is the totals)."""
+    conn = await asyncpg.connect(dsn)
+    try:
+        return await conn.fetchval(  # type: ignore[no-any-return]
+            "SELECT count(*) FROM keyword_frequencies WHERE bank_id = $1 AND lexeme = ANY($2::text[])",
+            bank_id, lexemes)
+    finally:
+        await conn.close()
+
+
 def memory_ids(http: httpx.Client, bank_id: str) -> list[dict]:
     response = http.get(f"/v1/default/banks/{bank_id}/memories/list", params={"limit": 100})
     assert response.status_code == 200, response.text
@@ -190,20 +201,12 @@ def test_a_recall_compacts_the_counts_once_they_pile_up(http: httpx.Client, bank
                              json={"items": [{"content": f"Maria picked tomato number {n}."}]})
         assert response.status_code == 200, response.text
 
-    async def rows() -> tuple[int, int]:
-        conn = await asyncpg.connect(pg_dsn)
-        try:
-            return await conn.fetchval(  # type: ignore[no-any-return]
-                "SELECT count(*) FROM keyword_frequencies WHERE bank_id = $1 AND lexeme IN ('tomato', '')", bank_id)
-        finally:
-            await conn.close()
-
-    assert asyncio.run(rows()) >= 80
+    assert asyncio.run(delta_rows(pg_dsn, bank_id, ["tomato", ""])) >= 80
     assert http.post(f"/v1/default/banks/{bank_id}/memories/recall", json={"query": "tomato"}).status_code == 200
     deadline = time.monotonic() + 10
-    while asyncio.run(rows()) > 2 and time.monotonic() < deadline:
+    while asyncio.run(delta_rows(pg_dsn, bank_id, ["tomato", ""])) > 2 and time.monotonic() < deadline:
         time.sleep(0.1)
-    assert asyncio.run(rows()) == 2, "one row for the word and one for the totals"
+    assert asyncio.run(delta_rows(pg_dsn, bank_id, ["tomato", ""])) == 2, "one row for the word and one for the totals"
     asyncio.run(assert_counts_exact(pg_dsn, bank_id))
 
 
@@ -221,16 +224,9 @@ async def test_concurrent_retains_of_one_bank_keep_exact_counts(server: object, 
                 assert http.post(f"/v1/default/banks/{bank_id}/memories/recall",
                                  json={"query": "tomato basil"}).status_code == 200
 
-    async def delta_rows() -> int:
-        conn = await asyncpg.connect(pg_dsn)
-        try:
-            return await conn.fetchval(  # type: ignore[no-any-return]
-                "SELECT count(*) FROM keyword_frequencies WHERE bank_id = $1 AND lexeme = ''", bank_id)
-        finally:
-            await conn.close()
-
     with ThreadPoolExecutor(max_workers=6) as pool:
         list(pool.map(retain, range(6)))
-    assert await delta_rows() < 48, "48 retains wrote totals rows, and compactions folded some meanwhile"
+    totals_rows = await delta_rows(pg_dsn, bank_id, [""])
+    assert totals_rows < 48, "48 retains wrote totals rows, and compactions folded some meanwhile"
     kept = await assert_counts_exact(pg_dsn, bank_id)
     assert kept[("world", "tomato")][0] == 144

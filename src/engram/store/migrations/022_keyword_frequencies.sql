@@ -46,21 +46,14 @@ LANGUAGE sql STABLE AS $$
     FROM valid v GROUP BY 1, 2
 $$;
 
-CREATE FUNCTION keyword_frequencies_added() RETURNS trigger LANGUAGE plpgsql AS $$
+-- One function for both statement triggers: each names its transition table `changed_units` and
+-- passes the sign (1: the rows were inserted, -1: deleted).
+CREATE FUNCTION keyword_frequencies_counted() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
     INSERT INTO keyword_frequencies
     SELECT d.* FROM (SELECT array_agg(bank_id) b, array_agg(fact_type) t, array_agg(search) s
-                     FROM added_units WHERE state = 'valid') n
-    CROSS JOIN LATERAL keyword_frequency_deltas(n.b, n.t, n.s, 1) d;
-    RETURN NULL;
-END $$;
-
-CREATE FUNCTION keyword_frequencies_removed() RETURNS trigger LANGUAGE plpgsql AS $$
-BEGIN
-    INSERT INTO keyword_frequencies
-    SELECT d.* FROM (SELECT array_agg(bank_id) b, array_agg(fact_type) t, array_agg(search) s
-                     FROM removed_units WHERE state = 'valid') o
-    CROSS JOIN LATERAL keyword_frequency_deltas(o.b, o.t, o.s, -1) d;
+                     FROM changed_units WHERE state = 'valid') c
+    CROSS JOIN LATERAL keyword_frequency_deltas(c.b, c.t, c.s, TG_ARGV[0]::integer) d;
     RETURN NULL;
 END $$;
 
@@ -80,9 +73,9 @@ BEGIN
 END $$;
 
 CREATE TRIGGER keyword_frequencies_added AFTER INSERT ON memory_units
-    REFERENCING NEW TABLE AS added_units FOR EACH STATEMENT EXECUTE FUNCTION keyword_frequencies_added();
+    REFERENCING NEW TABLE AS changed_units FOR EACH STATEMENT EXECUTE FUNCTION keyword_frequencies_counted('1');
 CREATE TRIGGER keyword_frequencies_removed AFTER DELETE ON memory_units
-    REFERENCING OLD TABLE AS removed_units FOR EACH STATEMENT EXECUTE FUNCTION keyword_frequencies_removed();
+    REFERENCING OLD TABLE AS changed_units FOR EACH STATEMENT EXECUTE FUNCTION keyword_frequencies_counted('-1');
 -- The WHEN names the columns `search` is generated from (migration 015), not `search` itself: a
 -- condition on it would forbid a later migration to drop and redefine the column. Such a migration
 -- must also call rebuild_keyword_frequencies(), as must one that changes these columns in bulk.
