@@ -136,35 +136,39 @@ async def graph(conn: asyncpg.Connection, scope: UnitFilter, seeds: Ranked, limi
     rows = await conn.fetch(
         f"""
         WITH seeds AS (SELECT * FROM unnest({seed_ids}::uuid[], {seed_scores}::real[]) AS s(id, sim)),
-        seed_entities AS MATERIALIZED (
-            SELECT s.id AS seed, s.sim, ue1.entity_id,
-                   least(1.0, 2.0 / sqrt(greatest(e.mention_count, 1))) AS w
-            FROM seeds s
-            JOIN unit_entities ue1 ON ue1.unit_id = s.id
-            JOIN entities e ON e.id = ue1.entity_id
-        ),
         -- A seed's lightest entities (hubs named in many facts) that even all together cannot lift a
         -- fact to the activation floor are not walked: a fact they alone reach scores below it and is
-        -- dropped anyway, and one also reached through a walked entity gets its full sum below. A hub
-        -- in thousands of facts made this arm enumerate 100,000 rows for nothing.
-        walked AS (
-            SELECT seed, entity_id FROM (
-                SELECT seed, sim, entity_id,
-                       sum(w) OVER (PARTITION BY seed ORDER BY w, entity_id ROWS UNBOUNDED PRECEDING) AS lighter
-                FROM seed_entities) r
-            WHERE sim * tanh(0.5 * lighter) >= {params.add(GRAPH_MIN_ACTIVATION - 1e-6)}
+        -- dropped anyway. A hub in thousands of facts made this arm enumerate 100,000 rows for nothing.
+        seed_entities AS MATERIALIZED (
+            SELECT seed, sim, entity_id, w,
+                   sim * tanh(0.5 * sum(w) OVER (PARTITION BY seed ORDER BY w, entity_id ROWS UNBOUNDED PRECEDING))
+                       >= {params.add(GRAPH_MIN_ACTIVATION - 1e-6)} AS walked
+            FROM (SELECT s.id AS seed, s.sim, ue.entity_id,
+                         least(1.0, 2.0 / sqrt(greatest(e.mention_count, 1))) AS w
+                  FROM seeds s
+                  JOIN unit_entities ue ON ue.unit_id = s.id
+                  JOIN entities e ON e.id = ue.entity_id) named
         ),
-        reached AS (
-            SELECT DISTINCT ue2.unit_id AS id, w.seed
-            FROM walked w JOIN unit_entities ue2 ON ue2.entity_id = w.entity_id
-            WHERE ue2.unit_id <> ALL({seed_ids}::uuid[])
+        walked_pairs AS MATERIALIZED (  -- (fact, seed, weight) once per walked entity they share; an
+            SELECT ue.id, se.seed, se.sim, se.w  -- index scan per entity (OFFSET 0: never a hash of them all)
+            FROM seed_entities se CROSS JOIN LATERAL (
+                SELECT unit_id AS id FROM unit_entities ue WHERE ue.entity_id = se.entity_id OFFSET 0) ue
+            WHERE se.walked AND ue.id <> ALL({seed_ids}::uuid[])
         ),
-        via_entities AS (  -- a reached fact's entities by index lookup (OFFSET 0 keeps it one: misjudging
-            SELECT r.id, r.seed, max(se.sim) AS sim, sum(se.w) AS shared  -- `reached`, the generic plan hashed
-            FROM reached r  -- all of unit_entities, 10 of this arm's 15 ms at 10,000 facts)
-            CROSS JOIN LATERAL (SELECT ue.entity_id FROM unit_entities ue WHERE ue.unit_id = r.id OFFSET 0) ue
-            JOIN seed_entities se ON se.seed = r.seed AND se.entity_id = ue.entity_id
-            GROUP BY r.id, r.seed
+        -- A reached fact also gets the weight of the seed's unwalked entities it names: one primary-key
+        -- probe per pair and such entity (OFFSET 0 keeps them probes). Looking up every entity of every
+        -- reached fact and matching them against the seeds' was two thirds of this arm at 1,000 facts.
+        light_pairs AS (
+            SELECT p.id, p.seed, p.sim, se.w
+            FROM (SELECT DISTINCT id, seed, sim FROM walked_pairs) p
+            JOIN seed_entities se ON se.seed = p.seed AND NOT se.walked
+            CROSS JOIN LATERAL (SELECT FROM unit_entities ue
+                                WHERE ue.unit_id = p.id AND ue.entity_id = se.entity_id OFFSET 0) named
+        ),
+        via_entities AS (
+            SELECT id, max(sim) AS sim, sum(w) AS shared
+            FROM (SELECT * FROM walked_pairs UNION ALL SELECT * FROM light_pairs) pairs
+            GROUP BY id, seed
         ),
         via_links AS (  -- one index lookup per seed and direction (OFFSET 0 keeps them lookups: as a join
             SELECT l.to_unit AS id, s.sim * l.weight AS score  -- the planner scanned every link of a bank)

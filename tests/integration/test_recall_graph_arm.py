@@ -1,0 +1,98 @@
+"""The graph arm scores what its docstring says, computed here again in Python from the rows it reads:
+a fact sharing entities with a seed gets the seed's similarity × tanh(0.5 · the summed weights of
+every entity they share), the seed's hub entities included even though they are not walked; a fact
+linked to a seed gets the seed's similarity × the link's weight; the best of those counts."""
+
+from __future__ import annotations
+
+import math
+import uuid
+from collections import defaultdict
+
+import asyncpg
+import httpx
+import numpy as np
+
+from engram.recall import arms
+from engram.recall.filters import UnitFilter
+
+TYPES = ["world", "experience", "observation"]
+SEED_SIMILARITY = 0.6
+HUB_FACTS = 60  # "Acme" in this many facts weighs 2/√61 ≈ 0.26: a seed of 0.6 does not walk it alone
+
+
+def retain(http: httpx.Client, bank_id: str, texts: list[str]) -> None:
+    response = http.post(f"/v1/default/banks/{bank_id}/memories", json={"items": [{"content": t} for t in texts]})
+    assert response.status_code == 200, response.text
+
+
+def entity_weight(mentions: int) -> float:
+    return min(1.0, 2.0 / math.sqrt(max(mentions, 1)))
+
+
+async def expected_graph_scores(
+    conn: asyncpg.Connection, bank_id: str, seeds: list[tuple[uuid.UUID, float]]
+) -> tuple[dict[uuid.UUID, float], int]:
+    """(each reachable fact's score by the rule in this module's docstring, how many reached facts got
+    weight from an entity their seed did not walk)."""
+    named: dict[uuid.UUID, dict[uuid.UUID, float]] = defaultdict(dict)  # fact -> entity -> weight
+    for row in await conn.fetch(
+        "SELECT ue.unit_id, ue.entity_id, e.mention_count FROM unit_entities ue JOIN entities e ON e.id = ue.entity_id"
+        " WHERE ue.bank_id = $1", bank_id):
+        named[row["unit_id"]][row["entity_id"]] = entity_weight(row["mention_count"])
+    seed_ids = {seed for seed, _ in seeds}
+    best: dict[uuid.UUID, float] = {}
+    light_used = 0
+    for seed, similarity in seeds:
+        similarity = float(np.float32(similarity))  # the arm takes the seeds' scores as real
+        lighter, walked = 0.0, set()
+        for entity, weight in sorted(named[seed].items(), key=lambda item: (item[1], item[0])):
+            lighter += weight
+            if similarity * math.tanh(0.5 * lighter) >= arms.GRAPH_MIN_ACTIVATION - 1e-6:
+                walked.add(entity)
+        for fact, entities in named.items():
+            if fact in seed_ids or not walked & entities.keys():
+                continue
+            shared = entities.keys() & named[seed].keys()
+            light_used += bool(shared - walked)
+            score = similarity * math.tanh(0.5 * sum(named[seed][e] for e in shared))
+            best[fact] = max(best.get(fact, 0.0), score)
+        for row in await conn.fetch(
+            "SELECT CASE WHEN from_unit = $1 THEN to_unit ELSE from_unit END AS other, weight FROM memory_links"
+            " WHERE (from_unit = $1 OR to_unit = $1) AND link_type IN ('semantic', 'causal')", seed):
+            if row["other"] not in seed_ids:
+                best[row["other"]] = max(best.get(row["other"], 0.0), similarity * row["weight"])
+    return {fact: score for fact, score in best.items() if score >= arms.GRAPH_MIN_ACTIVATION}, light_used
+
+
+async def test_the_graph_arm_adds_the_weight_of_hub_entities_it_does_not_walk(
+    http: httpx.Client, bank_id: str, pg_dsn: str
+) -> None:
+    retain(http, bank_id, [f"Acme shipped crate number {n} to the harbour." for n in range(HUB_FACTS)])
+    retain(http, bank_id, [
+        "Lena Brandt joined Acme as a chemist.",
+        "Lena Brandt won the Acme chess tournament.",
+        "Lena Brandt repaired the Acme boiler in winter.",
+        "Lena Brandt adopted a grey parrot.",
+        "Lena Brandt climbed a volcano in Chile.",
+        "Lena Brandt sings in a choir.",
+    ])
+    conn = await asyncpg.connect(pg_dsn)
+    try:
+        texts = {row["id"]: row["text"] for row in await conn.fetch(
+            "SELECT id, text FROM memory_units WHERE bank_id = $1", bank_id)}
+        seed = next(unit for unit, text in texts.items() if "chemist" in text)
+        seeds = [(seed, SEED_SIMILARITY)]
+        expected, light_used = await expected_graph_scores(conn, bank_id, seeds)
+        assert light_used >= 2, "the story has facts that share an unwalked hub with the seed"
+        found = await arms.graph(conn, UnitFilter(bank_id, TYPES), seeds, 300)
+    finally:
+        await conn.close()
+
+    assert {unit for unit, _ in found} == set(expected)
+    for unit, score in found:
+        assert math.isclose(score, expected[unit], abs_tol=1e-6), (texts[unit], score, expected[unit])
+    ranked = [texts[unit] for unit, _ in found]
+    assert not any("crate" in text for text in ranked), "a fact reached only through the hub is below the floor"
+    acme_facts = [text for text in ranked if "Acme" in text]
+    assert ranked[:len(acme_facts)] == acme_facts, "sharing the hub as well lifts a fact above those that do not"
