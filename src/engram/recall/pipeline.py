@@ -271,11 +271,15 @@ def _score(
     return scored
 
 
-def content_order(row: Any) -> tuple[str, str, str]:
+_UNDATED = datetime.min.replace(tzinfo=UTC)
+
+
+def content_order(row: Any) -> tuple[str, tuple[bool, datetime], str]:
     """A fact's place among facts of equal score: its text, then (for the same words said twice, "Bye!")
-    when it was said or happened, then its document."""
+    when it was said or happened, undated first, then its document. (The datetimes themselves, not
+    their ISO strings: a key is made for every candidate, and formatting ~300 dates a recall showed.)"""
     when = row["occurred_start"] or row["mentioned_at"]
-    return (row["text"], when.isoformat() if when else "", row["document_id"] or "")
+    return (row["text"], (when is not None, when or _UNDATED), row["document_id"] or "")
 
 
 def _trace(
