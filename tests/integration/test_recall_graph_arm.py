@@ -12,12 +12,12 @@ from collections import defaultdict
 import asyncpg
 import httpx
 import numpy as np
+import pytest
 
 from engram.recall import arms
 from engram.recall.filters import UnitFilter
 
 TYPES = ["world", "experience", "observation"]
-SEED_SIMILARITY = 0.6
 HUB_FACTS = 60  # "Acme" in this many facts weighs 2/√61 ≈ 0.26: a seed of 0.6 does not walk it alone
 
 
@@ -32,9 +32,9 @@ def entity_weight(mentions: int) -> float:
 
 async def expected_graph_scores(
     conn: asyncpg.Connection, bank_id: str, seeds: list[tuple[uuid.UUID, float]]
-) -> tuple[dict[uuid.UUID, float], int]:
+) -> tuple[dict[uuid.UUID, float], int, int]:
     """(each reachable fact's score by the rule in this module's docstring, how many reached facts got
-    weight from an entity their seed did not walk)."""
+    weight from an entity their seed did not walk, how many reached facts scored under the floor)."""
     named: dict[uuid.UUID, dict[uuid.UUID, float]] = defaultdict(dict)  # fact -> entity -> weight
     for row in await conn.fetch(
         "SELECT ue.unit_id, ue.entity_id, e.mention_count FROM unit_entities ue JOIN entities e ON e.id = ue.entity_id"
@@ -62,11 +62,16 @@ async def expected_graph_scores(
             " WHERE (from_unit = $1 OR to_unit = $1) AND link_type IN ('semantic', 'causal')", seed):
             if row["other"] not in seed_ids:
                 best[row["other"]] = max(best.get(row["other"], 0.0), similarity * row["weight"])
-    return {fact: score for fact, score in best.items() if score >= arms.GRAPH_MIN_ACTIVATION}, light_used
+    floor = arms.GRAPH_MIN_ACTIVATION
+    return ({fact: score for fact, score in best.items() if score >= floor}, light_used,
+            sum(score < floor for score in best.values()))
 
 
+# From a seed of 0.6 every fact naming Lena clears the activation floor; from 0.4 only those naming
+# Acme too or linked to the seed do, and the arm must drop the tax record.
+@pytest.mark.parametrize("seed_similarity", [0.6, 0.4])
 async def test_the_graph_arm_adds_the_weight_of_hub_entities_it_does_not_walk(
-    http: httpx.Client, bank_id: str, pg_dsn: str
+    http: httpx.Client, bank_id: str, pg_dsn: str, seed_similarity: float
 ) -> None:
     retain(http, bank_id, [f"Acme shipped crate number {n} to the harbour." for n in range(HUB_FACTS)])
     retain(http, bank_id, [
@@ -76,15 +81,17 @@ async def test_the_graph_arm_adds_the_weight_of_hub_entities_it_does_not_walk(
         "Lena Brandt adopted a grey parrot.",
         "Lena Brandt climbed a volcano in Chile.",
         "Lena Brandt sings in a choir.",
+        "Tax records list Lena Brandt under code 7741.",  # worded unlike the others: linked to none
     ])
     conn = await asyncpg.connect(pg_dsn)
     try:
         texts = {row["id"]: row["text"] for row in await conn.fetch(
             "SELECT id, text FROM memory_units WHERE bank_id = $1", bank_id)}
         seed = next(unit for unit, text in texts.items() if "chemist" in text)
-        seeds = [(seed, SEED_SIMILARITY)]
-        expected, light_used = await expected_graph_scores(conn, bank_id, seeds)
+        seeds = [(seed, seed_similarity)]
+        expected, light_used, below_floor = await expected_graph_scores(conn, bank_id, seeds)
         assert light_used >= 2, "the story has facts that share an unwalked hub with the seed"
+        assert below_floor >= (1 if seed_similarity < 0.5 else 0), "and, from a weak seed, facts under the floor"
         found = await arms.graph(conn, UnitFilter(bank_id, TYPES), seeds, 300)
     finally:
         await conn.close()
@@ -95,4 +102,4 @@ async def test_the_graph_arm_adds_the_weight_of_hub_entities_it_does_not_walk(
     ranked = [texts[unit] for unit, _ in found]
     assert not any("crate" in text for text in ranked), "a fact reached only through the hub is below the floor"
     acme_facts = [text for text in ranked if "Acme" in text]
-    assert ranked[:len(acme_facts)] == acme_facts, "sharing the hub as well lifts a fact above those that do not"
+    assert len(acme_facts) == 2 and ranked[:2] == acme_facts, "sharing the hub lifts a fact above those that do not"

@@ -191,16 +191,18 @@ async def graph(conn: asyncpg.Connection, scope: UnitFilter, seeds: Ranked, limi
             FROM activation WHERE id <> ALL({seed_ids}::uuid[])
             GROUP BY id ORDER BY score DESC, id OFFSET 0
         )
-        -- The scope is checked best first, one primary-key lookup per candidate, until `limit` pass (a
-        -- join would read every fact of the bank); a scalar subquery is never turned into that join.
+        -- The scope is checked best first, one primary-key lookup per candidate above the floor, until
+        -- `limit` pass (a join would read every fact of the bank); a scalar subquery is never turned
+        -- into that join. Most reached facts are below the floor: they are neither checked nor sent.
         SELECT b.id, b.score FROM best b
-        WHERE (SELECT true FROM memory_units m WHERE m.id = b.id AND {where})
+        WHERE b.score >= {params.add(GRAPH_MIN_ACTIVATION)}
+          AND (SELECT true FROM memory_units m WHERE m.id = b.id AND {where})
         ORDER BY b.score DESC, b.id
         LIMIT {params.add(limit)}
         """,
         *params.values,
     )
-    return [(row["id"], float(row["score"])) for row in rows if float(row["score"]) >= GRAPH_MIN_ACTIVATION]
+    return [(row["id"], float(row["score"])) for row in rows]
 
 
 async def temporal(
