@@ -155,7 +155,7 @@ async def _counted(
             FROM memory_units m
             WHERE {where} AND m.search @@ to_tsquery('english', {tsquery})
         ),
-        hits AS (  -- the query's lexemes only, as in _score
+        hits AS (  -- the query's lexemes only, as in `score`
             SELECT c.id, c.doc_length, u.lexeme, {tf} AS tf
             FROM matched c CROSS JOIN query_terms q
             CROSS JOIN LATERAL unnest(ts_delete(c.search, tsvector_to_array(ts_delete(c.search, q.lexemes)))) u

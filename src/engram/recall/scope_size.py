@@ -33,13 +33,13 @@ def _key(scope: UnitFilter) -> tuple[Any, ...]:
             scope.tags_match, groups)
 
 
-async def facts_in_scope(conn: Any, scope: UnitFilter) -> int:
-    """The number of valid facts the scope sees (a connection or the pool; given the pool, totals that
-    took many rows to sum are compacted in the background)."""
+async def facts_in_scope(pool: asyncpg.Pool, scope: UnitFilter) -> int:
+    """The number of valid facts the scope sees; totals that took many rows to sum are compacted in the
+    background."""
     if scope.sees_whole_fact_types():
-        facts, rows = await keyword_frequencies.facts_of_types(conn, scope.bank_id, scope.fact_types)
-        if isinstance(conn, asyncpg.Pool) and rows > keyword_frequencies.COMPACT_AFTER_ROWS:
-            keyword_frequencies.compact_soon(conn, scope.bank_id)
+        facts, rows = await keyword_frequencies.facts_of_types(pool, scope.bank_id, scope.fact_types)
+        if rows > keyword_frequencies.COMPACT_AFTER_ROWS:
+            keyword_frequencies.compact_soon(pool, scope.bank_id)
         return facts
     key = _key(scope)
     now = time.monotonic()
@@ -47,7 +47,7 @@ async def facts_in_scope(conn: Any, scope: UnitFilter) -> int:
     if cached is not None and now - cached[0] < TTL_SECONDS:
         return cached[1]
     params = SqlParams()
-    count = await conn.fetchval(f"SELECT count(*) FROM memory_units m WHERE {scope.where(params)}", *params.values)
+    count = await pool.fetchval(f"SELECT count(*) FROM memory_units m WHERE {scope.where(params)}", *params.values)
     if len(_counts) >= MAX_ENTRIES:
         _counts.clear()
     _counts[key] = (now, int(count))
