@@ -1,0 +1,63 @@
+"""What a running server holds while it waits: how many PostgreSQL connections (each one a PostgreSQL
+process of its own, ~19 MB resident) and which libraries it has loaded."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+
+import pytest
+
+from tests.conftest import RunningServer, start_server
+from tests.support.database import query
+from tests.support.faults import retain
+
+
+@pytest.fixture
+def own_server(isolated_dsn: str) -> Iterator[RunningServer]:
+    running = start_server(isolated_dsn, name="lean")
+    yield running
+    running.stop()
+
+
+def server_connections(dsn: str) -> int:
+    rows = query(dsn, "SELECT count(*) AS n FROM pg_stat_activity WHERE datname = current_database()"
+                      " AND pid <> pg_backend_pid()")
+    return int(rows[0]["n"])
+
+
+def test_the_worker_and_webhook_polls_share_one_connection(own_server: RunningServer, isolated_dsn: str,
+                                                           bank_id: str) -> None:
+    """Two operation slots and the webhook sender poll every 0.2 s here, on the same beat. Each used
+    to take a connection of its own at every tick, so the pool kept four open; taking turns, they
+    need one beside the pool's second."""
+    time.sleep(2.0)  # ten polls of each
+    assert server_connections(isolated_dsn) <= 2, "an idle server keeps only the pool's two connections"
+    with own_server.client() as http:
+        for n in range(8):
+            assert retain(http, bank_id, f"Juno counted {n} herons on the lake.").status_code == 200
+            assert http.post(f"/v1/default/banks/{bank_id}/memories/recall",
+                             json={"query": "herons"}).status_code == 200
+    time.sleep(1.0)
+    assert server_connections(isolated_dsn) <= 2, "one client's requests beside the polls need no third"
+
+
+def test_a_server_loads_no_http_client_library_until_a_webhook_is_sent() -> None:
+    """httpx (with the rich and pygments it pulls in for its command line) is ~11 MB and ~130 ms of a
+    server's start; only the webhook sender uses it. The app, the worker and a sender are made here
+    as a server's start makes them."""
+    script = (
+        "import sys\n"
+        "from engram.api.app import create_app\n"
+        "from engram.settings import Settings\n"
+        "from engram.webhooks.sender import Sender\n"
+        "from engram.worker.runner import Worker\n"
+        "create_app(Settings())\n"
+        "Sender(services=None)\n"
+        "print(sorted(m for m in ('httpx', 'httpcore', 'rich', 'pygments') if m in sys.modules))\n"
+    )
+    loaded = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert loaded.returncode == 0, loaded.stderr
+    assert loaded.stdout.strip() == "[]"
