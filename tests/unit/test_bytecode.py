@@ -12,7 +12,7 @@ from pathlib import Path
 # uvicorn's own loading of its event loop, HTTP and lifespan implementations. It prints every loaded
 # module whose bytecode is not in the cache.
 START = """
-import importlib.util, sys
+import importlib.util, os, sys
 import uvicorn
 from engram.api.app import create_app
 from engram.settings import Settings
@@ -24,7 +24,7 @@ for module in list(sys.modules.values()):
     path = getattr(module, "__file__", None)
     if path and path.endswith(".py"):
         cached = importlib.util.cache_from_source(path)
-        if not __import__("os").path.exists(cached):
+        if not os.path.exists(cached):
             print(module.__name__)
 """
 
