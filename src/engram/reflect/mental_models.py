@@ -5,6 +5,7 @@ refresh, `refresh_after_consolidation` and a UTC cron. One refresh per model run
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import uuid
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
@@ -119,10 +120,12 @@ async def run_cron_schedules(services: Services, now: datetime | None = None) ->
     return queued
 
 
-async def cron_loop(services: Services, interval: float = 30.0) -> None:
+async def cron_loop(services: Services, interval: float = 30.0, polling: asyncio.Lock | None = None) -> None:
+    """Runs in the worker; its query takes turns with the worker's other polls through `polling`."""
     while True:
         try:
-            await run_cron_schedules(services)
+            async with polling or contextlib.nullcontext():
+                await run_cron_schedules(services)
         except Exception:  # the database may be restarting; try again next tick
             import logging
 

@@ -31,8 +31,9 @@ class Worker:
         self.concurrency = concurrency
         self.worker_id = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
         self._wake = asyncio.Event()
-        # The slots and the webhook sender poll on the same beat: taking turns, their polls need one
-        # pooled connection instead of one each (a PostgreSQL process, ~19 MB resident, apiece).
+        # The slots, the webhook sender and the cron schedules poll on the same beat: taking turns,
+        # their polls need one pooled connection instead of one each (a PostgreSQL process, ~19 MB
+        # resident, apiece).
         self._polling = asyncio.Lock()
         self._stopping = False
         self._tasks: list[asyncio.Task[None]] = []
@@ -47,7 +48,7 @@ class Worker:
         from engram.webhooks.sender import delivery_loop
 
         self._tasks = [asyncio.create_task(self._loop(n)) for n in range(self.concurrency)]
-        self._tasks.append(asyncio.create_task(cron_loop(self.services)))
+        self._tasks.append(asyncio.create_task(cron_loop(self.services, polling=self._polling)))
         self._tasks.append(asyncio.create_task(delivery_loop(self.services, self._polling)))
 
     async def stop(self) -> None:
