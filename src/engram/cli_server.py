@@ -96,7 +96,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
                     log.info("no operations worker in this process: async retains, consolidations and "
                              "refreshes wait for an `engram worker` on the same database")
 
-    server = Server(uvicorn.Config(create_app(settings), log_level="warning"))
+    server = Server(uvicorn.Config(create_app(settings, freeze_heap=True), log_level="warning"))
     logging.getLogger("uvicorn.error").addFilter(_StartupErrorLine())
     try:
         server.run(sockets=[sock])
@@ -111,7 +111,7 @@ def cmd_worker(args: argparse.Namespace) -> int:
     import asyncio
     import signal
 
-    from engram.api.app import close_services, open_services
+    from engram.api.app import close_services, open_services, warm_models
     from engram.worker.runner import Worker
 
     logging.basicConfig(level=os.environ.get("ENGRAM_LOG_LEVEL", "INFO").upper(),
@@ -121,6 +121,7 @@ def cmd_worker(args: argparse.Namespace) -> int:
 
     async def run() -> None:
         svc = await open_services(settings)
+        await asyncio.to_thread(warm_models, True)  # its retains embed; then its own objects are frozen
         worker = Worker(svc, concurrency=args.concurrency)
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()

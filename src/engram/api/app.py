@@ -53,14 +53,20 @@ from engram.settings import Settings
 log = logging.getLogger("engram.api")
 
 
-def _warm_models() -> None:
-    """Load the embedding model in the background so the first retain or recall does not wait."""
+def warm_models(freeze_heap: bool = False) -> None:
+    """Load the embedding model (in the background, so the first retain or recall does not wait); with
+    `freeze_heap`, then leave everything loaded so far out of the garbage collector's scans
+    (engram.heap): a server process's own objects, not a library user's."""
     from engram.models.embedder import embed_query
 
     try:
         embed_query("warm-up")
     except Exception:  # a broken model shows up on first real use with its own error
         log.exception("embedding model failed to load")
+    if freeze_heap:
+        from engram.heap import freeze_long_lived_objects
+
+        log.debug("%d long-lived objects frozen", freeze_long_lived_objects())
 
 
 async def open_services(settings: Settings) -> Services:
@@ -92,14 +98,16 @@ async def close_services(svc: Services) -> None:
     await svc.store.close()
 
 
-def create_app(settings: Settings | None = None) -> FastAPI:
+def create_app(settings: Settings | None = None, freeze_heap: bool = False) -> FastAPI:
+    """The HTTP API. `freeze_heap`: this process is the server (`engram serve`), so what it has loaded
+    once warm is frozen out of the garbage collector's scans (engram.heap)."""
     settings = settings or Settings.from_env()
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         svc = await open_services(settings)
         app.state.services = svc
-        threading.Thread(target=_warm_models, name="warm-models", daemon=True).start()
+        threading.Thread(target=warm_models, args=(freeze_heap,), name="warm-models", daemon=True).start()
         worker = None
         if settings.worker_enabled:
             from engram.worker.runner import Worker

@@ -9,6 +9,7 @@ from fastapi import APIRouter, Depends
 from fastapi.responses import PlainTextResponse
 
 from engram.api.deps import services
+from engram.heap import collector_metrics
 from engram.metrics import REGISTRY
 from engram.services import Services
 
@@ -48,4 +49,4 @@ async def metrics(svc: Services = Depends(services)) -> str:
     )
     lines = ["# HELP engram_operations Operations in the queue by type and status", "# TYPE engram_operations gauge"]
     lines += [f'engram_operations{{type="{r["operation_type"]}",status="{r["status"]}"}} {r["n"]}' for r in rows]
-    return REGISTRY.render(lines)
+    return REGISTRY.render(lines + collector_metrics())

@@ -1,0 +1,35 @@
+"""The cyclic garbage collector in a long-running server process.
+
+A server imports ~95,000 container objects (modules, classes, routes, schemas) that live as long as the
+process. Python's collector walks all of them at every full collection: one every ~50 recalls, a
+50 ms pause of the event loop each time (p99 of a recall 97 ms against a p50 of 25), and ~10 % of the
+server's CPU in all. Frozen once the server is warm, they are left out of every collection; what
+requests allocate is still collected as before."""
+
+from __future__ import annotations
+
+import gc
+
+
+def freeze_long_lived_objects() -> int:
+    """Collect what is garbage now, then move every object still alive into the collector's permanent
+    generation (never scanned; an object there that becomes garbage is still freed by its reference
+    count). Returns how many objects are frozen."""
+    gc.collect()
+    gc.freeze()
+    return gc.get_freeze_count()
+
+
+def collector_metrics() -> list[str]:
+    """The collector's counters as Prometheus text lines (the names Prometheus' own Python client uses)."""
+    lines = ["# HELP python_gc_objects_frozen Objects in the collector's permanent generation (never scanned)",
+             "# TYPE python_gc_objects_frozen gauge",
+             f"python_gc_objects_frozen {gc.get_freeze_count()}",
+             "# HELP python_gc_collections_total Collections of each generation",
+             "# TYPE python_gc_collections_total counter"]
+    stats = gc.get_stats()
+    lines += [f'python_gc_collections_total{{generation="{g}"}} {s["collections"]}' for g, s in enumerate(stats)]
+    lines += ["# HELP python_gc_objects_collected_total Objects collected in each generation",
+              "# TYPE python_gc_objects_collected_total counter"]
+    lines += [f'python_gc_objects_collected_total{{generation="{g}"}} {s["collected"]}' for g, s in enumerate(stats)]
+    return lines
