@@ -6,12 +6,14 @@ Listings are filtered to `type=retain`: follow-up work a retain may enqueue is n
 
 from __future__ import annotations
 
+import asyncio
 import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
 from typing import Any
 
+import asyncpg
 import httpx
 import pytest
 
@@ -101,6 +103,37 @@ def test_async_retain_is_an_operation_that_completes(http: httpx.Client, bank_id
     assert any("lighthouse keeper" in t for t in texts)
     assert any("ferry to Skye" in t for t in texts)
     assert operation["result_metadata"]["facts"] == len(texts)
+
+
+def test_each_new_operation_is_announced_on_the_operations_channel(http: httpx.Client, bank_id: str,
+                                                                   pg_dsn: str) -> None:
+    """Whatever LISTENs on `engram_operations` (a worker of one's own, woken without polling) hears the
+    id of every operation queued, once it is committed; the same statement that queues it says so."""
+    heard: list[str] = []
+    listening, done = threading.Event(), threading.Event()
+
+    async def listen() -> None:
+        conn = await asyncpg.connect(pg_dsn)
+        try:
+            await conn.add_listener("engram_operations", lambda *args: heard.append(args[3]))
+            listening.set()
+            while not done.is_set():
+                await asyncio.sleep(0.05)
+        finally:
+            await conn.close()
+
+    thread = threading.Thread(target=lambda: asyncio.run(listen()))
+    thread.start()
+    try:
+        assert listening.wait(30)
+        operation_id = submit(http, bank_id, "The night heron fishes the weir at dusk.")
+        deadline = time.monotonic() + 10
+        while operation_id not in heard and time.monotonic() < deadline:
+            time.sleep(0.05)
+    finally:
+        done.set()
+        thread.join(30)
+    assert operation_id in heard
 
 
 def test_operations_are_listed_and_filtered_by_status(http: httpx.Client, bank_id: str) -> None:

@@ -40,11 +40,13 @@ def auto_consolidation_on(services: Services, config: dict[str, Any]) -> bool:
     )
 
 
-async def after_memory_change(services: Services, bank_id: str) -> None:
+async def after_memory_change(services: Services, bank_id: str, config: dict[str, Any] | None = None) -> None:
     """Retain, delete and update call this: recall's remembered scope sizes of the bank are dropped, and
-    consolidation follows when the bank wants it."""
+    consolidation follows when the bank wants it. `config`: the bank's, when the caller has read it."""
     from engram.recall.scope_size import forget_bank
 
     forget_bank(bank_id)
-    if auto_consolidation_on(services, await services.bank_config(bank_id)):
+    if config is None:
+        config = await services.bank_config(bank_id)
+    if auto_consolidation_on(services, config):
         await schedule_consolidation(services, bank_id)

@@ -334,5 +334,5 @@ async def retain_items(
     from engram.entity_observations.engine import after_retain
 
     await after_retain(services, bank_id, [p.row.id for p in pending], config)
-    await after_memory_change(services, bank_id)
+    await after_memory_change(services, bank_id, config)
     return RetainOutcome(items_count=len(items), unit_ids=[p.row.id for p in pending], usage=usage)

@@ -35,12 +35,15 @@ async def enqueue(
     write is never acknowledged and dropped, and no bank learns about another's operations."""
     new_id = operation_id or uuid.uuid4()
     payload = storable(payload)
-    row = await conn.fetchrow(
+    row = await conn.fetchrow(  # the notification in the same statement: one round trip, not two
         """
-        INSERT INTO async_operations (id, bank_id, operation_type, payload, items_count, document_id, dedupe_key)
-        VALUES ($1, $2, $3, $4, $5, $6, $7)
-        ON CONFLICT DO NOTHING
-        RETURNING id
+        WITH added AS (
+            INSERT INTO async_operations (id, bank_id, operation_type, payload, items_count, document_id, dedupe_key)
+            VALUES ($1, $2, $3, $4, $5, $6, $7)
+            ON CONFLICT DO NOTHING
+            RETURNING id
+        )
+        SELECT id, pg_notify('engram_operations', id::text) AS notified FROM added
         """,
         new_id,
         bank_id,
@@ -51,7 +54,6 @@ async def enqueue(
         dedupe_key,
     )
     if row is not None:
-        await conn.execute("SELECT pg_notify('engram_operations', $1)", str(new_id))
         return row["id"], True
     if operation_id is not None:
         same = await conn.fetchval(
