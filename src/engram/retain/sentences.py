@@ -80,6 +80,8 @@ def turn_speaker(line: str) -> str | None:
 
 
 def _turn_start(line: str) -> tuple[str, str] | None:
+    if ":" not in line:  # no turn without its colon: most lines, and every fact recall scores, skip the regex
+        return None
     match = _TURN.match(line)
     if match is None:
         return None
