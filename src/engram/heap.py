@@ -1,8 +1,8 @@
 """The cyclic garbage collector in a long-running server process.
 
-A server imports ~95,000 container objects (modules, classes, routes, schemas) that live as long as the
+A server imports ~92,000 container objects (modules, classes, routes, schemas) that live as long as the
 process. Python's collector walks all of them at every full collection: one every ~50 recalls, a
-50 ms pause of the event loop each time (p99 of a recall 97 ms against a p50 of 25), and ~10 % of the
+50 ms pause of the event loop each time (p99 of a recall 86-106 ms against a p50 of 26-29), and ~10 % of the
 server's CPU in all. Frozen once the server is warm, they are left out of every collection; what
 requests allocate is still collected as before."""
 

@@ -1,5 +1,6 @@
 """What a running server holds while it waits: how many PostgreSQL connections (each one a PostgreSQL
-process of its own, ~19 MB resident) and which libraries it has loaded."""
+process of its own, ~19 MB resident), which libraries it has loaded, and which of its objects the
+garbage collector still scans."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import sys
 import time
 from collections.abc import Iterator
 
+import httpx
 import pytest
 
 from tests.conftest import RunningServer, start_server
@@ -63,8 +65,8 @@ def test_a_server_loads_no_http_client_library_until_a_webhook_is_sent() -> None
     assert loaded.stdout.strip() == "[]"
 
 
-def frozen_objects(http_client: object) -> int:
-    text = http_client.get("/metrics").text  # type: ignore[attr-defined]
+def frozen_objects(http: httpx.Client) -> int:
+    text = http.get("/metrics").text
     found = re.search(r"^python_gc_objects_frozen (\d+)$", text, re.MULTILINE)
     assert found, "the collector's gauges are in /metrics"
     return int(found.group(1))
