@@ -64,3 +64,48 @@ async def test_a_bulk_retain_leaves_fresh_statistics_and_a_small_one_does_not_re
         assert await last_analyze(isolated_dsn) == analysed, "a bulk retain below 50 + 10 % does not reanalyse"
     finally:
         memory.close()
+
+
+async def test_a_small_bank_beside_larger_ones_gets_its_exact_nearest_facts_as_links(isolated_dsn: str) -> None:
+    """A bank that is a small share of all facts is searched exactly for its semantic links (the HNSW
+    index, filtered to it, would walk the other banks' vectors first): every new fact is linked to each
+    of its bank's other facts that is at least 0.7 alike, the most alike first, up to 50."""
+    import numpy as np
+
+    from engram.store import facts_write
+    from engram.store.pool import decode_text_vector
+
+    memory = Memory(database_url=isolated_dsn)
+    try:
+        memory.retain_batch("large", [{"content": f"Parcel {n} left the depot in Leeds on a Tuesday."}
+                                      for n in range(40)])
+        conn = await asyncpg.connect(isolated_dsn)
+        try:
+            await conn.execute("ANALYZE memory_units")
+            table_facts = await conn.fetchval("SELECT reltuples FROM pg_class WHERE oid = 'memory_units'::regclass")
+            assert facts_write.links_searched_exactly(6, table_facts), "the small bank takes the exact search"
+            memory.retain_batch("small", [{"content": text} for text in (
+                "The red kayak is kept in the boathouse by the lake.",
+                "The red canoe is kept in the boathouse by the lake.",
+                "The blue kayak is kept in the shed by the river.",
+                "Our red kayak stays in the lake's boathouse.",
+                "Grandma bakes rye bread every Sunday morning.",
+                "The kayak paddles hang in the boathouse.",
+            )])
+            rows = await conn.fetch("SELECT id, embedding::text AS e FROM memory_units WHERE bank_id = 'small'")
+            links = await conn.fetch("SELECT from_unit, to_unit, weight FROM memory_links"
+                                     " WHERE bank_id = 'small' AND link_type = 'semantic'")
+        finally:
+            await conn.close()
+    finally:
+        memory.close()
+    vectors = {row["id"]: decode_text_vector(row["e"]).astype(np.float64) for row in rows}
+    expected = set()
+    for unit, vector in vectors.items():
+        for other, other_vector in vectors.items():
+            similarity = float(vector @ other_vector / np.linalg.norm(vector) / np.linalg.norm(other_vector))
+            if other != unit and similarity >= 0.7:
+                expected.add((unit, other))
+    found = {(row["from_unit"], row["to_unit"]) for row in links}
+    assert len(expected) >= 4, "the kayak facts are alike"
+    assert found == expected
