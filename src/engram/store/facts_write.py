@@ -297,6 +297,22 @@ async def insert_temporal_links(
     )
 
 
+# Each new unit ($2) linked to its `per_unit` ($4) nearest candidates at least $3 alike, in bank $1.
+_LINK_NEAREST = """
+    {with_clause}
+    INSERT INTO memory_links (from_unit, to_unit, bank_id, link_type, weight)
+    SELECT n.id, near.id, $1, 'semantic', near.similarity
+    FROM memory_units n
+    CROSS JOIN LATERAL (
+        SELECT o.id, 1 - (o.embedding <=> n.embedding) AS similarity
+        FROM {candidates}
+        ORDER BY o.embedding <=> n.embedding{order}
+        LIMIT $4
+    ) near
+    WHERE n.id = ANY($2::uuid[]) AND near.similarity >= $3
+    ON CONFLICT DO NOTHING
+"""
+
 # A bank this small, and at most this share of all the facts, is searched exactly for its semantic links:
 # the HNSW index, filtered to the bank, walks the other banks' vectors before it finds the bank's own
 # (two facts of a 470-fact bank stored beside 8,000 others: 11.9 ms, against 0.8 ms with the bank
@@ -335,48 +351,16 @@ async def insert_semantic_links(
         """,
         bank_id, EXACT_LINKS_MAX_FACTS + 1,
     )
+    values = (bank_id, unit_ids, min_similarity, per_unit)
     if links_searched_exactly(size["bank_facts"], size["table_facts"]):
-        await conn.execute(
-            """
-            WITH bank_facts AS MATERIALIZED (  -- read once for every new unit
-                SELECT id, embedding FROM memory_units WHERE bank_id = $1 AND fact_type <> 'observation'
-            )
-            INSERT INTO memory_links (from_unit, to_unit, bank_id, link_type, weight)
-            SELECT n.id, near.id, $1, 'semantic', near.similarity
-            FROM memory_units n
-            CROSS JOIN LATERAL (
-                SELECT o.id, 1 - (o.embedding <=> n.embedding) AS similarity
-                FROM bank_facts o
-                WHERE o.id <> n.id
-                ORDER BY o.embedding <=> n.embedding, o.id
-                LIMIT $4
-            ) near
-            WHERE n.id = ANY($2::uuid[]) AND near.similarity >= $3
-            ON CONFLICT DO NOTHING
-            """,
-            bank_id, unit_ids, min_similarity, per_unit,
-        )
+        await conn.execute(_LINK_NEAREST.format(
+            with_clause="""WITH bank_facts AS MATERIALIZED (  -- read once for every new unit
+                SELECT id, embedding FROM memory_units WHERE bank_id = $1 AND fact_type <> 'observation')""",
+            candidates="bank_facts o WHERE o.id <> n.id", order=", o.id"), *values)
         return
     # The caller's transaction; back to the session's values below.
     await conn.execute(f"SET LOCAL enable_sort = off; SET LOCAL hnsw.ef_search = {int(per_unit) + 1}")
-    await conn.execute(
-        """
-        INSERT INTO memory_links (from_unit, to_unit, bank_id, link_type, weight)
-        SELECT n.id, near.id, $1, 'semantic', near.similarity
-        FROM memory_units n
-        CROSS JOIN LATERAL (
-            SELECT o.id, 1 - (o.embedding <=> n.embedding) AS similarity
-            FROM memory_units o
-            WHERE o.bank_id = $1 AND o.id <> n.id AND o.fact_type <> 'observation'
-            ORDER BY o.embedding <=> n.embedding
-            LIMIT $4
-        ) near
-        WHERE n.id = ANY($2::uuid[]) AND near.similarity >= $3
-        ON CONFLICT DO NOTHING
-        """,
-        bank_id,
-        unit_ids,
-        min_similarity,
-        per_unit,
-    )
+    await conn.execute(_LINK_NEAREST.format(
+        with_clause="", order="",
+        candidates="memory_units o WHERE o.bank_id = $1 AND o.id <> n.id AND o.fact_type <> 'observation'"), *values)
     await conn.execute("SET LOCAL enable_sort TO DEFAULT; SET LOCAL hnsw.ef_search TO DEFAULT")
