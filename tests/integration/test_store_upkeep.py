@@ -93,7 +93,7 @@ async def test_a_small_bank_beside_larger_ones_gets_its_exact_nearest_facts_as_l
                 "The kayak paddles hang in the boathouse.",
             )])
             rows = await conn.fetch("SELECT id, embedding::text AS e FROM memory_units WHERE bank_id = 'small'")
-            links = await conn.fetch("SELECT from_unit, to_unit, weight FROM memory_links"
+            links = await conn.fetch("SELECT from_unit, to_unit FROM memory_links"
                                      " WHERE bank_id = 'small' AND link_type = 'semantic'")
         finally:
             await conn.close()

@@ -14,6 +14,11 @@ from engram.errors import Conflict
 from engram.store.storable import storable, storable_text
 from engram.store.tx import Conn
 
+# Queued (or re-queued) operations announce their id on this channel, in the statement that queues
+# them: one round trip, and the notice goes out with the commit. Nothing in Engram listens; a process
+# of one's own can, instead of polling.
+_ANNOUNCED = "pg_notify('engram_operations', id::text) AS notified"
+
 
 async def enqueue(
     conn: Conn,
@@ -35,15 +40,15 @@ async def enqueue(
     write is never acknowledged and dropped, and no bank learns about another's operations."""
     new_id = operation_id or uuid.uuid4()
     payload = storable(payload)
-    row = await conn.fetchrow(  # the notification in the same statement: one round trip, not two
-        """
+    row = await conn.fetchrow(
+        f"""
         WITH added AS (
             INSERT INTO async_operations (id, bank_id, operation_type, payload, items_count, document_id, dedupe_key)
             VALUES ($1, $2, $3, $4, $5, $6, $7)
             ON CONFLICT DO NOTHING
             RETURNING id
         )
-        SELECT id, pg_notify('engram_operations', id::text) AS notified FROM added
+        SELECT id, {_ANNOUNCED} FROM added
         """,
         new_id,
         bank_id,
@@ -195,19 +200,20 @@ async def list_for_bank(
 
 async def retry(conn: Conn, bank_id: str, operation_id: uuid.UUID) -> bool:
     """Put a failed or cancelled operation back in the queue."""
-    status = await conn.execute(
-        """
-        UPDATE async_operations SET status = 'pending', retry_count = retry_count + 1, error_message = NULL,
-               completed_at = NULL, worker_id = NULL, lease_expires_at = NULL, progress = NULL, updated_at = now()
-        WHERE bank_id = $1 AND id = $2 AND status IN ('failed', 'cancelled')
+    row = await conn.fetchrow(
+        f"""
+        WITH retried AS (
+            UPDATE async_operations SET status = 'pending', retry_count = retry_count + 1, error_message = NULL,
+                   completed_at = NULL, worker_id = NULL, lease_expires_at = NULL, progress = NULL, updated_at = now()
+            WHERE bank_id = $1 AND id = $2 AND status IN ('failed', 'cancelled')
+            RETURNING id
+        )
+        SELECT id, {_ANNOUNCED} FROM retried
         """,
         bank_id,
         operation_id,
     )
-    if status.endswith(" 1"):
-        await conn.execute("SELECT pg_notify('engram_operations', $1)", str(operation_id))
-        return True
-    return False
+    return row is not None
 
 
 async def cancel(conn: Conn, bank_id: str, operation_id: uuid.UUID) -> bool:
