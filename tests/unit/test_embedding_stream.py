@@ -1,5 +1,6 @@
 """`EmbeddingStream`: facts handed over while others are being embedded are all embedded, in order,
-batched by arrival; a failure reaches `finish()`; `cancel()` stops it."""
+batched by arrival (at most MAX_BATCH a run) and handed to the writer batch by batch; a failure
+reaches `finish()` and `embedded()`; `cancel()` stops it."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import asyncio
 
 import pytest
 
-from engram.retain.embedding import EmbeddingStream
+from engram.retain.embedding import MAX_BATCH, EmbeddingStream
 
 
 class Recorder:
@@ -58,3 +59,49 @@ async def test_nothing_can_be_added_once_finished_and_cancel_stops_a_running_bat
     finished = EmbeddingStream(recorder)
     await finished.finish()
     assert recorder.batches == [[1]]
+
+
+class Gate:
+    """Embeds a batch only when the test lets it: `allow()` releases the next batch."""
+
+    def __init__(self, fail_on: object = None) -> None:
+        self.batches: list[list[object]] = []
+        self.fail_on = fail_on
+        self.gates: asyncio.Queue[None] = asyncio.Queue()
+
+    def allow(self) -> None:
+        self.gates.put_nowait(None)
+
+    async def __call__(self, batch: list[object]) -> None:
+        await self.gates.get()
+        self.batches.append(list(batch))
+        if self.fail_on in batch:
+            raise RuntimeError(f"cannot embed {self.fail_on}")
+
+
+async def test_the_writer_gets_each_batch_as_soon_as_it_is_embedded_at_most_max_batch_at_a_time() -> None:
+    gate = Gate()
+    stream = EmbeddingStream(gate)
+    stream.add(list(range(MAX_BATCH + 5)))
+    batches = stream.embedded()
+    gate.allow()
+    first = await asyncio.wait_for(anext(batches), 5)
+    assert first == list(range(MAX_BATCH)), "the first batch is handed over before the rest is embedded"
+    assert len(gate.batches) == 1
+    gate.allow()
+    assert await asyncio.wait_for(anext(batches), 5) == list(range(MAX_BATCH, MAX_BATCH + 5))
+    with pytest.raises(StopAsyncIteration):
+        await asyncio.wait_for(anext(batches), 5)
+
+
+async def test_a_failure_is_raised_by_embedded_after_the_batches_before_it() -> None:
+    gate = Gate(fail_on=MAX_BATCH)
+    stream = EmbeddingStream(gate)
+    stream.add(list(range(MAX_BATCH + 1)))
+    gate.allow()
+    gate.allow()
+    received = []
+    with pytest.raises(RuntimeError, match=f"cannot embed {MAX_BATCH}"):
+        async for batch in stream.embedded():
+            received.append(batch)
+    assert received == [list(range(MAX_BATCH))]

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import time
 import uuid
 from collections.abc import Iterator
@@ -93,7 +94,7 @@ class AuditLog:
         self.enabled = enabled
         self.reads = reads
         self.retention_days = retention_days
-        self._pruned_at = 0.0
+        self._pruned_at = -math.inf  # 0.0 skipped the first pass on a machine up for under an hour
 
     def audited(self, scope: Scope) -> bool:
         if not self.enabled or scope["type"] != "http" or not scope["path"].startswith(AUDITED_PREFIXES):

@@ -19,9 +19,9 @@ async def pending_facts(pool: asyncpg.Pool, bank_id: str, tags: list[str] | None
     condition = tags_condition(params, tags, tags_match)
     return await pool.fetchval(
         f"""
-        SELECT count(*) FROM memory_units m
-        WHERE m.bank_id = {params.add(bank_id)} AND m.fact_type IN ('world', 'experience')
-          AND m.consolidated_at IS NULL AND m.consolidation_failed_at IS NULL AND {condition}
+        SELECT count(*) FROM consolidation_status c JOIN memory_units m ON m.id = c.unit_id
+        WHERE c.bank_id = {params.add(bank_id)} AND c.consolidated_at IS NULL AND c.failed_at IS NULL
+          AND m.fact_type IN ('world', 'experience') AND {condition}
         """,
         *params.values,
     )

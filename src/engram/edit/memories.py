@@ -17,7 +17,7 @@ from engram.retain.facts import embedding_text
 from engram.retain.prepare import merge_tags
 from engram.store import document_events, edits
 from engram.store.memories import clear_observations_of, get_unit
-from engram.store.observations import forget_sources, reset_sources
+from engram.store.observations import forget_sources, mark_consolidated, reset_sources
 from engram.store.tx import transaction
 
 if TYPE_CHECKING:
@@ -120,7 +120,7 @@ async def _reconsolidate(conn: Any, bank_id: str, row: Any, changes: dict[str, A
         return "fact_edited"
     if changes.get("state") == "invalidated":
         await forget_sources(conn, bank_id, [row["id"]])  # no longer evidence for anything
-        await conn.execute("UPDATE memory_units SET consolidated_at = now() WHERE id = $1", row["id"])
+        await mark_consolidated(conn, [row["id"]])
         return "fact_invalidated"
     if "tags" in changes and sorted(changes["tags"]) != sorted(row["tags"]):
         # Its observations belong to the old scope: they go, and it is consolidated in the new one.

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import time
 import uuid
 from datetime import UTC, datetime, timedelta
@@ -42,7 +43,7 @@ class TracingProvider:
         self.store = store  # its pool is looked up per call: the supervisor may replace it
         self.max_chars = max_chars
         self.retention_days = retention_days
-        self._pruned_at = 0.0
+        self._pruned_at = -math.inf  # 0.0 skipped the first pass on a machine up for under an hour
 
     async def complete(self, messages: list[dict[str, Any]], **options: Any) -> LLMResponse:
         started_at, started = datetime.now(UTC), time.perf_counter()

@@ -5,14 +5,16 @@ Done one after the other, the embedder's threads sat idle while chunks were extr
 loop sat idle while they embedded: on two cores a bulk retain kept about one busy. `EmbeddingStream`
 embeds each chunk's facts as soon as its extraction is done, in batches of whatever has come in
 meanwhile, so the model runs beside the extraction of the next chunks; the writer waits for it only
-when it needs the vectors (after the document's own rows are written)."""
+when it needs the vectors (after the document's own rows are written), and then takes the facts batch
+by batch as their vectors come in (`embedded()`), so PostgreSQL stores the first ones while the model
+embeds the last."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
 import weakref
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -59,15 +61,23 @@ async def embed_units(units: list[PendingUnit]) -> None:
             await asyncio.to_thread(embed_units_sync, units)
 
 
+# The most facts one run of the model takes from a stream: enough to keep its threads busy, few
+# enough that the writer gets the first facts of a large retain while the model embeds the rest.
+MAX_BATCH = 32
+
+
 class EmbeddingStream:
     """Facts handed over with `add` are embedded in the background, in the order given, each batch
-    being everything added while the previous one ran. `finish()` waits for the last of them and
-    raises what embedding raised; `cancel()` stops it (a retain that failed before its write)."""
+    being what was added while the previous one ran (at most MAX_BATCH). `embedded()` hands each
+    batch over once its vectors are in; `finish()` waits for the last of them. Both raise what
+    embedding raised; `cancel()` stops it (a retain that failed before its write)."""
 
     def __init__(self, embed: Callable[[list[Any]], Any] = embed_units) -> None:
         self._embed = embed
         self._waiting: list[Any] = []
+        self._ready: list[Any] = []
         self._arrived = asyncio.Event()
+        self._embedded_some = asyncio.Event()
         self._closed = False
         self._task = asyncio.create_task(self._run())
 
@@ -83,8 +93,10 @@ class EmbeddingStream:
             await self._arrived.wait()
             self._arrived.clear()
             while self._waiting:
-                batch, self._waiting = self._waiting, []
+                batch, self._waiting = self._waiting[:MAX_BATCH], self._waiting[MAX_BATCH:]
                 await self._embed(batch)
+                self._ready.extend(batch)
+                self._embedded_some.set()
             if self._closed:
                 return
 
@@ -92,6 +104,27 @@ class EmbeddingStream:
         self._closed = True
         self._arrived.set()
         await self._task
+
+    async def embedded(self) -> AsyncIterator[list[Any]]:
+        """Closes the stream, then yields the facts whose vectors are in, batch by batch, until all are."""
+        self._closed = True
+        self._arrived.set()
+        while True:
+            if self._ready:
+                batch, self._ready = self._ready, []
+                yield batch
+                continue
+            if self._task.done():
+                self._task.result()  # raises what embedding raised
+                if not self._ready:
+                    return
+                continue
+            self._embedded_some.clear()
+            waiter = asyncio.ensure_future(self._embedded_some.wait())
+            try:
+                await asyncio.wait({waiter, self._task}, return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                waiter.cancel()
 
     async def cancel(self) -> None:
         self._closed = True

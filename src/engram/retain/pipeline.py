@@ -8,7 +8,7 @@ import hashlib
 import logging
 import uuid
 from collections import Counter
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -259,17 +259,21 @@ async def _write_documents(
 
 async def _write(
     services: Services, bank_id: str, plans: list[DocumentPlan], pending: list[PendingUnit], store_text: bool,
-    embedded: Callable[[], Awaitable[None]], label_keys: frozenset[str] = frozenset(),
+    embedded: Callable[[], AsyncIterator[list[PendingUnit]]], label_keys: frozenset[str] = frozenset(),
 ) -> None:
-    """One transaction: the documents' own rows first, then (once `embedded()` says the vectors are
-    there) the facts with their entities and links."""
+    """One transaction: the documents' own rows first, then the facts as `embedded()` hands them over
+    with their vectors, then their entities and links."""
     from engram.retain.entities import Mention, store_entities
 
     async with transaction(services.pool) as conn:
         await ensure_bank(conn, bank_id)
         await _write_documents(conn, bank_id, plans, pending, store_text)
-        await embedded()
-        await fw.insert_units(conn, bank_id, [p.row for p in pending])
+        stored = 0
+        async for ready in embedded():
+            await fw.insert_units(conn, bank_id, [p.row for p in ready])
+            stored += len(ready)
+        if stored != len(pending):  # a fact the stream never handed over fails the retain whole
+            raise RuntimeError(f"{stored} of {len(pending)} facts came back from the embedder")
         await fw.insert_sentence_vectors(
             conn, bank_id, [(p.row.id, vector) for p in pending for vector in p.sentence_vectors]
         )
@@ -314,12 +318,16 @@ async def retain_items(
         usage = await _extract(services, plans, config, groups, progress, extracted)
         pending = _assemble(plans, units)
 
-        async def embedded() -> None:
+        async def embedded() -> AsyncIterator[list[PendingUnit]]:
             if progress:
                 await progress("embedding", 0, len(pending))
-            await stream.finish()
-            if groups and services.llm is None:
+            if groups and services.llm is None:  # one classification for all (it embeds the labels' values)
+                await stream.finish()
                 await asyncio.to_thread(_label_offline, groups, pending)
+                yield pending
+            else:
+                async for ready in stream.embedded():
+                    yield ready
             if progress:
                 await progress("writing", 0, len(pending))
 

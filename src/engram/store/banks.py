@@ -120,12 +120,13 @@ async def bank_stats(conn: Conn, bank_id: str) -> dict[str, Any]:
           (SELECT count(*) FROM documents WHERE bank_id = $1) AS documents,
           (SELECT coalesce(jsonb_object_agg(status, n), '{}') FROM
              (SELECT status, count(*) n FROM async_operations WHERE bank_id = $1 GROUP BY 1) t) AS ops,
-          (SELECT max(consolidated_at) FROM memory_units WHERE bank_id = $1) AS last_consolidated_at,
+          (SELECT max(consolidated_at) FROM consolidation_status WHERE bank_id = $1) AS last_consolidated_at,
           (SELECT max(created_at) FROM memory_units WHERE bank_id = $1) AS last_write_at,
-          (SELECT count(*) FROM memory_units WHERE bank_id = $1 AND fact_type IN ('world', 'experience')
-             AND consolidated_at IS NULL AND consolidation_failed_at IS NULL) AS pending_consolidation,
-          (SELECT count(*) FROM memory_units WHERE bank_id = $1
-             AND consolidation_failed_at IS NOT NULL AND consolidated_at IS NULL) AS failed_consolidation
+          (SELECT count(*) FROM consolidation_status c JOIN memory_units m ON m.id = c.unit_id
+           WHERE c.bank_id = $1 AND c.consolidated_at IS NULL AND c.failed_at IS NULL
+             AND m.fact_type IN ('world', 'experience')) AS pending_consolidation,
+          (SELECT count(*) FROM consolidation_status WHERE bank_id = $1
+             AND failed_at IS NOT NULL AND consolidated_at IS NULL) AS failed_consolidation
         """,
         bank_id,
     )

@@ -20,6 +20,11 @@ TIME_COLUMNS = ("created_at", "updated_at", "mentioned_at", "occurred_start", "o
 ENTITY_NAMES = """ARRAY(SELECT e.canonical_name FROM unit_entities ue JOIN entities e ON e.id = ue.entity_id
                      WHERE ue.unit_id = m.id ORDER BY e.canonical_name) AS entity_names"""
 
+# A unit's consolidation status has a table of its own (migration 023): read as the API names it,
+# from `c` joined with STATUS_JOIN.
+STATUS_COLUMNS = "c.consolidated_at, c.failed_at AS consolidation_failed_at, c.error AS consolidation_error"
+STATUS_JOIN = "LEFT JOIN consolidation_status c ON c.unit_id = m.id"
+
 
 @dataclass
 class ListFilters:
@@ -54,11 +59,11 @@ class ListFilters:
         if self.state:
             parts.append(f"m.state = {params.add(self.state)}")
         if self.consolidation_state == "pending":
-            parts.append("m.consolidated_at IS NULL AND m.consolidation_failed_at IS NULL")
+            parts.append(_status_is("c.consolidated_at IS NULL AND c.failed_at IS NULL"))
         elif self.consolidation_state in ("done", "consolidated"):
-            parts.append("m.consolidated_at IS NOT NULL")
+            parts.append(_status_is("c.consolidated_at IS NOT NULL"))
         elif self.consolidation_state == "failed":
-            parts.append("m.consolidation_failed_at IS NOT NULL AND m.consolidated_at IS NULL")
+            parts.append(_status_is("c.failed_at IS NOT NULL AND c.consolidated_at IS NULL"))
         column = f"m.{self.time_field}" if self.time_field in TIME_COLUMNS else (
             "coalesce(m.occurred_start, m.mentioned_at, m.created_at)"
         )
@@ -67,6 +72,10 @@ class ListFilters:
         if self.end_date:
             parts.append(f"{column} <= {params.add(self.end_date)}")
         return " AND ".join(parts)
+
+
+def _status_is(condition: str) -> str:
+    return f"EXISTS (SELECT 1 FROM consolidation_status c WHERE c.unit_id = m.id AND {condition})"
 
 
 async def list_units(
@@ -79,10 +88,10 @@ async def list_units(
     order = "coalesce(m.mentioned_at, m.created_at) DESC, m.created_at DESC, m.id"
     rows = await conn.fetch(
         f"""
-        SELECT m.*, page.total, {ENTITY_NAMES}
+        SELECT m.*, page.total, {ENTITY_NAMES}, {STATUS_COLUMNS}
         FROM (SELECT m.id, count(*) OVER () AS total FROM memory_units m WHERE {where}
               ORDER BY {order} LIMIT {params.add(limit)} OFFSET {params.add(offset)}) page
-        JOIN memory_units m ON m.id = page.id
+        JOIN memory_units m ON m.id = page.id {STATUS_JOIN}
         ORDER BY {order}
         """,
         *params.values,
@@ -131,7 +140,10 @@ def list_item(row: asyncpg.Record) -> dict[str, Any]:
 
 async def get_unit(conn: Conn, bank_id: str, unit_id: uuid.UUID) -> asyncpg.Record | None:
     return await conn.fetchrow(
-        f"SELECT m.*, {ENTITY_NAMES} FROM memory_units m WHERE m.bank_id = $1 AND m.id = $2", bank_id, unit_id
+        f"SELECT m.*, {ENTITY_NAMES}, {STATUS_COLUMNS} FROM memory_units m {STATUS_JOIN}"
+        " WHERE m.bank_id = $1 AND m.id = $2",
+        bank_id,
+        unit_id,
     )
 
 
@@ -189,8 +201,8 @@ async def clear_observations(conn: asyncpg.Connection, bank_id: str) -> int:
     """Delete every observation of the bank; every fact waits for consolidation again."""
     status = await conn.execute("DELETE FROM memory_units WHERE bank_id = $1 AND fact_type = 'observation'", bank_id)
     await conn.execute(
-        "UPDATE memory_units SET consolidated_at = NULL, consolidation_failed_at = NULL, consolidation_error = NULL"
-        " WHERE bank_id = $1 AND fact_type <> 'observation'",
+        "UPDATE consolidation_status SET consolidated_at = NULL, failed_at = NULL, error = NULL"
+        " WHERE bank_id = $1 AND (consolidated_at IS NOT NULL OR failed_at IS NOT NULL)",
         bank_id,
     )
     return int(status.split()[-1])

@@ -9,6 +9,7 @@ from typing import Any
 import asyncpg
 
 from engram.models.tokens import count_tokens
+from engram.store.pool import encode_vector
 from engram.store.storable import storable_text
 from engram.store.tx import Conn
 
@@ -22,13 +23,13 @@ async def unconsolidated_facts(conn: Conn, bank_id: str, limit: int, scopes: lis
         """
         SELECT m.id, m.text, m.tags, m.observation_scopes, m.embedding, m.occurred_start, m.occurred_end,
                m.mentioned_at, m.created_at
-        FROM memory_units m
-        WHERE m.bank_id = $1 AND m.fact_type IN ('world', 'experience')
-          AND m.consolidated_at IS NULL AND m.consolidation_failed_at IS NULL
+        FROM consolidation_status c JOIN memory_units m ON m.id = c.unit_id
+        WHERE c.bank_id = $1 AND c.consolidated_at IS NULL AND c.failed_at IS NULL
+          AND m.fact_type IN ('world', 'experience')
           AND ($3::jsonb IS NULL OR EXISTS (
                 SELECT 1 FROM jsonb_array_elements($3::jsonb) s
                 WHERE m.tags @> ARRAY(SELECT jsonb_array_elements_text(s))))
-        ORDER BY m.created_at, m.id
+        ORDER BY c.queued_at, c.unit_id
         LIMIT $2
         """,
         bank_id,
@@ -44,19 +45,19 @@ async def related_observations(
     return await conn.fetch(
         """
         SELECT DISTINCT ON (o.id) o.id, o.text, o.proof_count, o.source_memory_ids, o.evidence, o.embedding
-        FROM unnest($3::text[]) AS q(vec)
+        FROM unnest($3::vector[]) AS q(vec)
         CROSS JOIN LATERAL (
             SELECT m.id, m.text, m.proof_count, m.source_memory_ids, m.evidence, m.embedding
             FROM memory_units m
             WHERE m.bank_id = $1 AND m.fact_type = 'observation'
               AND m.tags @> $2::text[] AND m.tags <@ $2::text[]
-            ORDER BY m.embedding <=> q.vec::vector
+            ORDER BY m.embedding <=> q.vec
             LIMIT $4
         ) o
         """,
         bank_id,
         scope,
-        [_vector(v) for v in vectors],
+        [encode_vector(v) for v in vectors],
         per_fact,
     )
 
@@ -75,7 +76,7 @@ async def nearest_in_scope(
         """,
         bank_id,
         scope,
-        _vector(vector),
+        encode_vector(vector),
         exclude,
         limit,
     )
@@ -90,10 +91,6 @@ async def count_in_scope(conn: Conn, bank_id: str, scope: list[str]) -> int:
     )
 
 
-def _vector(vector: Any) -> str:
-    return vector if isinstance(vector, str) else "[" + ",".join(f"{float(x):.6g}" for x in vector) + "]"
-
-
 async def insert_observation(
     conn: asyncpg.Connection, bank_id: str, *, text: str, scope: list[str], vector: Any,
     sources: list[uuid.UUID], evidence: list[dict[str, str]],
@@ -103,13 +100,13 @@ async def insert_observation(
     await conn.execute(
         """
         INSERT INTO memory_units (id, bank_id, text, fact_type, embedding, tags, source_memory_ids, evidence,
-                                  proof_count, occurred_start, occurred_end, mentioned_at, consolidated_at, token_count)
+                                  proof_count, occurred_start, occurred_end, mentioned_at, token_count)
         SELECT $1, $2, $3, 'observation', $4::vector, $5::text[], $6::uuid[], $7::jsonb, cardinality($6::uuid[]),
                min(coalesce(s.occurred_start, s.mentioned_at)), max(coalesce(s.occurred_end, s.mentioned_at)),
-               max(s.mentioned_at), now(), $8
+               max(s.mentioned_at), $8
         FROM memory_units s WHERE s.id = ANY($6::uuid[])
         """,
-        observation_id, bank_id, text, _vector(vector), scope, sources, evidence, count_tokens(text),
+        observation_id, bank_id, text, encode_vector(vector), scope, sources, evidence, count_tokens(text),
     )
     await _link_source_entities(conn, bank_id, observation_id)
     return observation_id
@@ -145,12 +142,12 @@ async def rewrite_observation(
                       FROM memory_units s WHERE s.id = ANY($3::uuid[]))
         UPDATE memory_units m SET text = $2, embedding = $4::vector, source_memory_ids = coalesce(live.ids, '{}'),
                proof_count = coalesce(cardinality(live.ids), 0), evidence = $5::jsonb, occurred_start = live.lo,
-               occurred_end = live.hi, mentioned_at = live.said, updated_at = now(), consolidated_at = now(),
-               token_count = $6
+               occurred_end = live.hi, mentioned_at = live.said, updated_at = now(), token_count = $6
         FROM live WHERE m.id = $1
         """,
-        observation_id, text, sources, _vector(vector), evidence, count_tokens(text),
+        observation_id, text, sources, encode_vector(vector), evidence, count_tokens(text),
     )
+    await mark_consolidated(conn, [observation_id])
     await conn.execute("DELETE FROM unit_entities WHERE unit_id = $1", observation_id)
     await _link_source_entities(conn, bank_id, observation_id)
 
@@ -182,14 +179,14 @@ async def delete_observations(conn: Conn, ids: list[uuid.UUID]) -> int:
 
 async def mark_consolidated(conn: Conn, fact_ids: list[uuid.UUID]) -> None:
     await conn.execute(
-        "UPDATE memory_units SET consolidated_at = now(), consolidation_error = NULL WHERE id = ANY($1::uuid[])",
+        "UPDATE consolidation_status SET consolidated_at = now(), error = NULL WHERE unit_id = ANY($1::uuid[])",
         fact_ids,
     )
 
 
 async def mark_failed(conn: Conn, fact_id: uuid.UUID, reason: str) -> None:
     await conn.execute(
-        "UPDATE memory_units SET consolidation_failed_at = now(), consolidation_error = $2 WHERE id = $1",
+        "UPDATE consolidation_status SET failed_at = now(), error = $2 WHERE unit_id = $1",
         fact_id,
         storable_text(reason[:2000]),
     )
@@ -199,8 +196,9 @@ async def reset_sources(conn: Conn, fact_ids: list[uuid.UUID]) -> None:
     """Make facts wait for consolidation again."""
     if fact_ids:
         await conn.execute(
-            "UPDATE memory_units SET consolidated_at = NULL, consolidation_failed_at = NULL,"
-            " consolidation_error = NULL WHERE id = ANY($1::uuid[]) AND fact_type <> 'observation'",
+            "UPDATE consolidation_status c SET consolidated_at = NULL, failed_at = NULL, error = NULL"
+            " FROM memory_units m WHERE c.unit_id = ANY($1::uuid[]) AND m.id = c.unit_id"
+            " AND m.fact_type <> 'observation'",
             fact_ids,
         )
 
@@ -250,9 +248,9 @@ async def history(conn: Conn, observation_id: uuid.UUID) -> list[asyncpg.Record]
 async def reset_failed_consolidation(conn: Conn, bank_id: str) -> int:
     """Facts consolidation gave up on wait for it again; returns how many."""
     result = await conn.execute(
-        "UPDATE memory_units SET consolidation_failed_at = NULL, consolidation_error = NULL"
-        " WHERE bank_id = $1 AND consolidation_failed_at IS NOT NULL AND consolidated_at IS NULL"
-        " AND fact_type <> 'observation'",
+        "UPDATE consolidation_status c SET failed_at = NULL, error = NULL FROM memory_units m"
+        " WHERE c.bank_id = $1 AND c.failed_at IS NOT NULL AND c.consolidated_at IS NULL"
+        " AND m.id = c.unit_id AND m.fact_type <> 'observation'",
         bank_id,
     )
     return int(result.split()[-1])

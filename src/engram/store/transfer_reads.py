@@ -31,8 +31,10 @@ async def facts(conn: Conn, bank_id: str) -> list[asyncpg.Record]:
     return await conn.fetch(
         f"""
         SELECT m.*, c.chunk_index, {_NAMES.format(kind='free')} AS free_names,
-               {_NAMES.format(kind='label')} AS label_names
+               {_NAMES.format(kind='label')} AS label_names,
+               s.consolidated_at, s.failed_at AS consolidation_failed_at, s.error AS consolidation_error
         FROM memory_units m LEFT JOIN chunks c ON c.id = m.chunk_id
+        LEFT JOIN consolidation_status s ON s.unit_id = m.id
         WHERE m.bank_id = $1 AND m.fact_type <> 'observation'
         ORDER BY m.document_id, c.chunk_index NULLS LAST, m.created_at, m.id
         """,

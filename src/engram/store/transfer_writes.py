@@ -35,14 +35,16 @@ async def set_unit_lifecycle(conn: asyncpg.Connection, rows: list[UnitLifecycle]
         return
     await conn.execute(
         """
-        UPDATE memory_units m SET created_at = coalesce(u.created_at, m.created_at),
-               consolidated_at = u.consolidated_at,
-               consolidation_failed_at = u.failed_at, consolidation_error = u.error, state = u.state,
+        WITH u AS (SELECT * FROM unnest($1::uuid[], $2::timestamptz[], $3::timestamptz[], $4::timestamptz[],
+                                        $5::text[], $6::text[], $7::text[], $8::timestamptz[], $9::timestamptz[])
+                   AS u(id, created_at, consolidated_at, failed_at, error, state, reason, invalidated_at, edited_at)),
+        status AS (
+            UPDATE consolidation_status s SET queued_at = coalesce(u.created_at, s.queued_at),
+                   consolidated_at = u.consolidated_at, failed_at = u.failed_at, error = u.error
+            FROM u WHERE s.unit_id = u.id)
+        UPDATE memory_units m SET created_at = coalesce(u.created_at, m.created_at), state = u.state,
                invalidation_reason = u.reason, invalidated_at = u.invalidated_at, edited_at = u.edited_at
-        FROM unnest($1::uuid[], $2::timestamptz[], $3::timestamptz[], $4::timestamptz[], $5::text[], $6::text[],
-                    $7::text[], $8::timestamptz[], $9::timestamptz[])
-             AS u(id, created_at, consolidated_at, failed_at, error, state, reason, invalidated_at, edited_at)
-        WHERE m.id = u.id
+        FROM u WHERE m.id = u.id
         """,
         [r.id for r in rows], [r.created_at for r in rows], [r.consolidated_at for r in rows],
         [r.consolidation_failed_at for r in rows], [r.consolidation_error for r in rows], [r.state for r in rows],
@@ -80,10 +82,10 @@ async def insert_observations(conn: asyncpg.Connection, bank_id: str, rows: list
         """
         INSERT INTO memory_units (id, bank_id, text, fact_type, embedding, tags, source_memory_ids, evidence,
                                   proof_count, occurred_start, occurred_end, mentioned_at, created_at,
-                                  consolidated_at, observation_scopes, token_count)
+                                  observation_scopes, token_count)
         SELECT u.id, $1, u.text, 'observation', u.vec::vector, ARRAY(SELECT jsonb_array_elements_text(u.tags::jsonb)),
                u.sources::uuid[], u.evidence::jsonb, u.proofs, u.os, u.oe, u.said, coalesce(u.created, now()),
-               coalesce(u.created, now()), nullif(u.scopes, 'null')::jsonb, u.tokens
+               nullif(u.scopes, 'null')::jsonb, u.tokens
         FROM unnest($2::uuid[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::int[],
                     $9::timestamptz[], $10::timestamptz[], $11::timestamptz[], $12::timestamptz[], $13::text[],
                     $14::int[])
