@@ -8,6 +8,7 @@ from typing import Literal
 
 import asyncpg
 
+from engram.store.consolidation_status import waiting_facts
 from engram.store.sql import SqlParams, tags_condition
 
 Freshness = Literal["up_to_date", "slightly_stale", "stale"]
@@ -19,9 +20,7 @@ async def pending_facts(pool: asyncpg.Pool, bank_id: str, tags: list[str] | None
     condition = tags_condition(params, tags, tags_match)
     return await pool.fetchval(
         f"""
-        SELECT count(*) FROM consolidation_status c JOIN memory_units m ON m.id = c.unit_id
-        WHERE c.bank_id = {params.add(bank_id)} AND c.consolidated_at IS NULL AND c.failed_at IS NULL
-          AND m.fact_type IN ('world', 'experience') AND {condition}
+        SELECT count(*) FROM {waiting_facts(params.add(bank_id))} AND {condition}
         """,
         *params.values,
     )

@@ -77,7 +77,7 @@ class EmbeddingStream:
         self._waiting: list[Any] = []
         self._ready: list[Any] = []
         self._arrived = asyncio.Event()
-        self._embedded_some = asyncio.Event()
+        self._progressed = asyncio.Event()  # a batch is embedded, or the stream ended
         self._closed = False
         self._task = asyncio.create_task(self._run())
 
@@ -89,16 +89,19 @@ class EmbeddingStream:
             self._arrived.set()
 
     async def _run(self) -> None:
-        while True:
-            await self._arrived.wait()
-            self._arrived.clear()
-            while self._waiting:
-                batch, self._waiting = self._waiting[:MAX_BATCH], self._waiting[MAX_BATCH:]
-                await self._embed(batch)
-                self._ready.extend(batch)
-                self._embedded_some.set()
-            if self._closed:
-                return
+        try:
+            while True:
+                await self._arrived.wait()
+                self._arrived.clear()
+                while self._waiting:
+                    batch, self._waiting = self._waiting[:MAX_BATCH], self._waiting[MAX_BATCH:]
+                    await self._embed(batch)
+                    self._ready.extend(batch)
+                    self._progressed.set()
+                if self._closed:
+                    return
+        finally:
+            self._progressed.set()
 
     async def finish(self) -> None:
         self._closed = True
@@ -113,18 +116,12 @@ class EmbeddingStream:
             if self._ready:
                 batch, self._ready = self._ready, []
                 yield batch
-                continue
-            if self._task.done():
+            elif self._task.done():
                 self._task.result()  # raises what embedding raised
-                if not self._ready:
-                    return
-                continue
-            self._embedded_some.clear()
-            waiter = asyncio.ensure_future(self._embedded_some.wait())
-            try:
-                await asyncio.wait({waiter, self._task}, return_when=asyncio.FIRST_COMPLETED)
-            finally:
-                waiter.cancel()
+                return
+            else:
+                self._progressed.clear()
+                await self._progressed.wait()
 
     async def cancel(self) -> None:
         self._closed = True

@@ -6,6 +6,7 @@ from typing import Any
 
 import asyncpg
 
+from engram.store.consolidation_status import waiting_facts
 from engram.store.sql import like_pattern
 from engram.store.tx import Conn, transaction
 
@@ -107,24 +108,22 @@ async def _count_banks(conn: Conn, q: str | None, only: list[str] | None) -> int
 async def bank_stats(conn: Conn, bank_id: str) -> dict[str, Any]:
     """Counts for GET …/stats, in one round trip."""
     row = await conn.fetchrow(
-        """
+        f"""
         SELECT
-          (SELECT coalesce(jsonb_object_agg(fact_type, n), '{}') FROM
+          (SELECT coalesce(jsonb_object_agg(fact_type, n), '{{}}') FROM
              (SELECT fact_type, count(*) n FROM memory_units WHERE bank_id = $1 GROUP BY 1) t) AS by_type,
-          (SELECT coalesce(jsonb_object_agg(link_type, n), '{}') FROM
+          (SELECT coalesce(jsonb_object_agg(link_type, n), '{{}}') FROM
              (SELECT link_type, count(*) n FROM memory_links WHERE bank_id = $1 GROUP BY 1) t) AS by_link,
-          (SELECT coalesce(jsonb_object_agg(k, v), '{}') FROM
+          (SELECT coalesce(jsonb_object_agg(k, v), '{{}}') FROM
              (SELECT m.fact_type || '/' || l.link_type AS k, count(*) v
               FROM memory_links l JOIN memory_units m ON m.id = l.from_unit
               WHERE l.bank_id = $1 GROUP BY 1) t) AS breakdown,
           (SELECT count(*) FROM documents WHERE bank_id = $1) AS documents,
-          (SELECT coalesce(jsonb_object_agg(status, n), '{}') FROM
+          (SELECT coalesce(jsonb_object_agg(status, n), '{{}}') FROM
              (SELECT status, count(*) n FROM async_operations WHERE bank_id = $1 GROUP BY 1) t) AS ops,
           (SELECT max(consolidated_at) FROM consolidation_status WHERE bank_id = $1) AS last_consolidated_at,
           (SELECT max(created_at) FROM memory_units WHERE bank_id = $1) AS last_write_at,
-          (SELECT count(*) FROM consolidation_status c JOIN memory_units m ON m.id = c.unit_id
-           WHERE c.bank_id = $1 AND c.consolidated_at IS NULL AND c.failed_at IS NULL
-             AND m.fact_type IN ('world', 'experience')) AS pending_consolidation,
+          (SELECT count(*) FROM {waiting_facts("$1")}) AS pending_consolidation,
           (SELECT count(*) FROM consolidation_status WHERE bank_id = $1
              AND failed_at IS NOT NULL AND consolidated_at IS NULL) AS failed_consolidation
         """,

@@ -9,6 +9,7 @@ from typing import Any
 
 import asyncpg
 
+from engram.store.consolidation_status import STATUS_COLUMNS, STATUS_JOIN
 from engram.store.entities import refresh_entity_counts
 from engram.store.observations import forget_sources, reset_sources
 from engram.store.sql import SqlParams, like_pattern, tags_condition
@@ -19,11 +20,6 @@ TIME_COLUMNS = ("created_at", "updated_at", "mentioned_at", "occurred_start", "o
 
 ENTITY_NAMES = """ARRAY(SELECT e.canonical_name FROM unit_entities ue JOIN entities e ON e.id = ue.entity_id
                      WHERE ue.unit_id = m.id ORDER BY e.canonical_name) AS entity_names"""
-
-# A unit's consolidation status has a table of its own (migration 023): read as the API names it,
-# from `c` joined with STATUS_JOIN.
-STATUS_COLUMNS = "c.consolidated_at, c.failed_at AS consolidation_failed_at, c.error AS consolidation_error"
-STATUS_JOIN = "LEFT JOIN consolidation_status c ON c.unit_id = m.id"
 
 
 @dataclass

@@ -9,6 +9,7 @@ from typing import Any
 import asyncpg
 
 from engram.models.tokens import count_tokens
+from engram.store.consolidation_status import waiting_facts
 from engram.store.pool import encode_vector
 from engram.store.storable import storable_text
 from engram.store.tx import Conn
@@ -20,12 +21,10 @@ async def unconsolidated_facts(conn: Conn, bank_id: str, limit: int, scopes: lis
     """Facts waiting for consolidation, oldest first. With scopes, only facts carrying all the tags of
     at least one of them."""
     return await conn.fetch(
-        """
+        f"""
         SELECT m.id, m.text, m.tags, m.observation_scopes, m.embedding, m.occurred_start, m.occurred_end,
                m.mentioned_at, m.created_at
-        FROM consolidation_status c JOIN memory_units m ON m.id = c.unit_id
-        WHERE c.bank_id = $1 AND c.consolidated_at IS NULL AND c.failed_at IS NULL
-          AND m.fact_type IN ('world', 'experience')
+        FROM {waiting_facts("$1")}
           AND ($3::jsonb IS NULL OR EXISTS (
                 SELECT 1 FROM jsonb_array_elements($3::jsonb) s
                 WHERE m.tags @> ARRAY(SELECT jsonb_array_elements_text(s))))

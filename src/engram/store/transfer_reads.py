@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncpg
 
+from engram.store.consolidation_status import STATUS_COLUMNS, STATUS_JOIN
 from engram.store.tx import Conn
 
 _NAMES = """ARRAY(SELECT e.canonical_name FROM unit_entities ue JOIN entities e ON e.id = ue.entity_id
@@ -30,13 +31,11 @@ async def facts(conn: Conn, bank_id: str) -> list[asyncpg.Record]:
     """World and experience facts with their entity names, in document and chunk order."""
     return await conn.fetch(
         f"""
-        SELECT m.*, c.chunk_index, {_NAMES.format(kind='free')} AS free_names,
-               {_NAMES.format(kind='label')} AS label_names,
-               s.consolidated_at, s.failed_at AS consolidation_failed_at, s.error AS consolidation_error
-        FROM memory_units m LEFT JOIN chunks c ON c.id = m.chunk_id
-        LEFT JOIN consolidation_status s ON s.unit_id = m.id
+        SELECT m.*, ch.chunk_index, {_NAMES.format(kind='free')} AS free_names,
+               {_NAMES.format(kind='label')} AS label_names, {STATUS_COLUMNS}
+        FROM memory_units m LEFT JOIN chunks ch ON ch.id = m.chunk_id {STATUS_JOIN}
         WHERE m.bank_id = $1 AND m.fact_type <> 'observation'
-        ORDER BY m.document_id, c.chunk_index NULLS LAST, m.created_at, m.id
+        ORDER BY m.document_id, ch.chunk_index NULLS LAST, m.created_at, m.id
         """,
         bank_id,
     )
