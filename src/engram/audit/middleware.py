@@ -3,7 +3,9 @@ MCP (and with `ENGRAM_AUDIT_LOG_READS` every read too) leaves one row: who (the 
 the key), the bank, the action (the route's operation, or the MCP method and tool), route, status,
 duration and both bodies, bounded and with secrets redacted. It sits between alias resolution and
 the key check, so it sees the bank an alias named and also records refused requests. The row is
-written after the response went out; a failure to write it is logged, never the request's problem.
+written before the response's last chunk goes out, so a client that has its answer can already read
+the entry (and a retention pass due on that request has run); a failure to write it is logged, never
+the request's problem.
 """
 
 from __future__ import annotations
@@ -116,11 +118,16 @@ class AuditLog:
                 request.add(message.get("body", b""))
             return message
 
+        held: list[Message] = []  # the response's last chunk, sent once the entry is written
+
         async def capture_send(message: Message) -> None:
             if message["type"] == "http.response.start":
                 status["code"] = message["status"]
             elif message["type"] == "http.response.body":
                 response.add(message.get("body", b""))
+                if not message.get("more_body", False):
+                    held.append(message)
+                    return
             await send(message)
 
         started_at, started = datetime.now(UTC), time.perf_counter()
@@ -132,6 +139,8 @@ class AuditLog:
                 await self.write(scope, request, response, status["code"] or 500, started_at, duration)
             except Exception:  # the database may be down: the request's answer stands
                 log.warning("audit entry for %s %s not written", scope["method"], scope["path"], exc_info=True)
+            for message in held:
+                await send(message)
 
     async def write(self, scope: Scope, request: _Capture, response: _Capture, status: int,
                     started_at: datetime, duration: float) -> None:
