@@ -144,6 +144,14 @@ SENTENCES = (
     + [f"On a long windy afternoon near harbour wall {n} the walrus watchers counted seabirds, seals, gulls,"
        f" puffins, terns, cormorants and one lost heron." for n in range(6)]
     + ["The kayak club saw a walrus."]  # read in the first reading, and holding a word of the second
+    # Puffin and lighthouse each weigh less than an otter fact; together more: the second reading of
+    # "otter puffin lighthouse" takes only the facts holding both.
+    + [f"Otter {n} swam." for n in range(4)]
+    + [f"On the cliffs beyond the northern bay puffin {n} nested among rocks and grasses all summer."
+       for n in range(5)]
+    + [f"On the cliffs beyond the northern bay lighthouse {n} stood among rocks and grasses all winter."
+       for n in range(5)]
+    + ["The puffin by the lighthouse."]
 )
 
 
@@ -151,13 +159,13 @@ SENTENCES = (
 async def test_the_planned_arm_ranks_as_bm25_over_every_matching_fact(
     http: httpx.Client, bank_id: str, pg_dsn: str, limit: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    readings: list[list[str]] = []  # the words each scoring query read
+    readings: list[str] = []  # the text-search query of the facts each scoring query read
     real_score = keyword_arm.score
 
-    async def counted_score(conn: asyncpg.Connection, scope: UnitFilter, plan: keyword_plan.KeywordPlan, n: int,
-                            already_read: list[str] | None = None) -> list:
-        readings.append([word for word in plan.read if word not in (already_read or [])])
-        return await real_score(conn, scope, plan, n, already_read)
+    async def counted_score(conn: asyncpg.Connection, scope: UnitFilter, plan: keyword_plan.KeywordPlan, reads: str,
+                            n: int, already_read: list[str] | None = None) -> list:
+        readings.append(reads)
+        return await real_score(conn, scope, plan, reads, n, already_read)
 
     monkeypatch.setattr(keyword_arm, "score", counted_score)
     items = [{"content": text} for text in SENTENCES]
@@ -172,7 +180,7 @@ async def test_the_planned_arm_ranks_as_bm25_over_every_matching_fact(
             facts.setdefault(row["id"], (row["length"], {}))[1][row["lexeme"]] = list(row["weights"])
         skipped_any, passes, readings_of = False, {}, {}
         for query in ["tomato garden", "basil tomato garden", "garden", "tomato", "community garden blight",
-                      "walrus garden", "walrus kayak garden", "heron kayak"]:
+                      "walrus garden", "walrus kayak garden", "heron kayak", "otter puffin lighthouse"]:
             words = await keyword_frequencies.read_scope_words(conn, bank_id, TYPES, query)
             plan = keyword_plan.plan(words, limit)
             skipped_any |= plan.skips
@@ -188,7 +196,8 @@ async def test_the_planned_arm_ranks_as_bm25_over_every_matching_fact(
             # The walrus facts are long: their scores do not beat what kayak and garden could add, and
             # the second reading skips garden only; the tomato facts settle the list in one reading.
             assert passes["walrus kayak garden"] == 2 and passes["tomato garden"] == 1, passes
-            assert readings_of["walrus kayak garden"] == [["walrus"], ["kayak"]], "each fact is read once"
+            assert readings_of["walrus kayak garden"] == ["'walrus'", "('kayak')"], "each fact is read once"
+            assert readings_of["otter puffin lighthouse"] == ["'otter'", "('lighthous' & 'puffin')"]
     finally:
         await conn.close()
 

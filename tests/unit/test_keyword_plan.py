@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import itertools
 
-from engram.recall.keyword_plan import BM25_K1, idf, plan, tf_factor, word_bound
+from engram.recall.keyword_plan import BM25_K1, MAX_COMBINED_WORDS, idf, plan, tf_factor, word_bound
 from engram.store.keyword_frequencies import ScopeWords, WordCount
 
 
@@ -60,3 +60,32 @@ def test_the_second_reading_skips_only_the_words_that_cannot_reach_the_first_lis
     assert planned.skipping_below([9.0, 8.0, between], limit=3).read == ["costa", "ines"]
     assert planned.skipping_below([9.0, 8.0, planned.bounds[1] / 2], limit=3).skipped == 0
     assert planned.skipping_below([9.0, 8.0], limit=3).skipped == 0, "a list not full proves nothing"
+
+
+def test_the_second_reading_takes_only_the_combinations_of_skipped_words_that_reach_the_lists_end() -> None:
+    planned = plan(scope(work=1_500, costa=400, born=380, ines=350), limit=3)
+    assert planned.read == ["ines"] and planned.commonest_first[:3] == ["work", "costa", "born"]
+    work, costa, born = (planned.bounds[i + 1] - planned.bounds[i] for i in range(3))
+    assert work < costa < born
+
+    def reads(last: float) -> list[tuple[str, ...]]:
+        return planned.combinations_to_read([9.0, 8.0, last], limit=3)
+
+    # Above every word alone and the lightest pair: the two pairs with born (not all three: a superset).
+    assert reads((work + costa + work + born) / 2) == [("born", "costa"), ("born", "work")]
+    # Above every word alone: every pair.
+    assert reads((born + work + costa) / 2) == [("born", "costa"), ("born", "work"), ("costa", "work")]
+    # Between costa and born: born alone, and costa with work.
+    assert reads((costa + born) / 2) == [("born",), ("costa", "work")]
+    # Above everything the words could add: nothing; below every word, or a list not full: each alone.
+    assert reads(work + costa + born + 0.01) == []
+    every = [("born",), ("costa",), ("work",)]
+    assert reads(work / 2) == every
+    assert planned.combinations_to_read([9.0, 8.0], limit=3) == every
+
+
+def test_many_skipped_words_are_read_one_by_one() -> None:
+    many = {f"w{n}": 1_000 + 100 * n for n in range(MAX_COMBINED_WORDS + 1)}
+    planned = plan(scope(**many, rare=400), limit=3)
+    assert planned.skipped == MAX_COMBINED_WORDS + 1
+    assert planned.combinations_to_read([9.0, 8.0, 0.0], limit=3) == [(w,) for w in sorted(many)]

@@ -40,9 +40,19 @@ def keyword_query(text: str) -> str | None:
     return " | ".join(words) if words else None
 
 
+def _quoted(lexeme: str) -> str:
+    """A lexeme as a tsquery operand, as it is (already stemmed: not normalised again)."""
+    return "'" + lexeme.replace("\\", "\\\\").replace("'", "''") + "'"
+
+
 def lexeme_query(lexemes: list[str]) -> str:
-    """A tsquery matching any of these lexemes as they are (already stemmed: not normalised again)."""
-    return " | ".join("'" + lexeme.replace("\\", "\\\\").replace("'", "''") + "'" for lexeme in lexemes)
+    """A tsquery matching any of these lexemes."""
+    return " | ".join(_quoted(lexeme) for lexeme in lexemes)
+
+
+def combinations_query(combinations: list[tuple[str, ...]]) -> str:
+    """A tsquery matching the facts that hold every lexeme of at least one combination."""
+    return " | ".join("(" + " & ".join(_quoted(lexeme) for lexeme in words) + ")" for words in combinations)
 
 
 def _term_frequency(params: SqlParams) -> str:
@@ -77,26 +87,29 @@ async def _planned(conn: asyncpg.Connection, scope: UnitFilter, query: str, limi
     plan = keyword_plan.plan(words, limit)
     if not plan.weights:
         return []
-    ranked = await score(conn, scope, plan, limit)
+    ranked = await score(conn, scope, plan, lexeme_query(plan.read), limit)
     scores = [rank for _, rank in ranked]
     if not plan.is_exact(scores, limit):
         # The facts of the words read are scored already: the second reading takes only those holding
-        # none of them, and the two lists merge (both ordered as the query orders, by score then id).
-        more = await score(conn, scope, plan.skipping_below(scores, limit), limit, already_read=plan.read)
+        # none of them, and of those only the ones that can reach the list; the two lists merge (both
+        # ordered as the query orders, by score then id).
+        combinations = combinations_query(plan.combinations_to_read(scores, limit))
+        more = await score(conn, scope, plan, combinations, limit, already_read=plan.read)
         ranked = sorted(ranked + more, key=lambda hit: (-hit[1], hit[0]))[:limit]
     return ranked
 
 
 async def score(
-    conn: asyncpg.Connection, scope: UnitFilter, plan: KeywordPlan, limit: int, already_read: list[str] | None = None
+    conn: asyncpg.Connection, scope: UnitFilter, plan: KeywordPlan, reads: str, limit: int,
+    already_read: list[str] | None = None,
 ) -> Ranked:
-    """BM25 of every fact holding a word of `plan.read`, over all the plan's words; with `already_read`,
+    """BM25 of every fact matching the tsquery `reads`, over all the plan's words; with `already_read`,
     only of the facts holding none of those words."""
     params = SqlParams()
     where = scope.where(params)
     lexemes = params.add(list(plan.weights))
     weights = params.add(list(plan.weights.values()))
-    read = params.add(lexeme_query([word for word in plan.read if word not in (already_read or [])]))
+    read = params.add(reads)
     if already_read:
         where += f" AND NOT m.search @@ {params.add(lexeme_query(already_read))}::tsquery"
     tf = _term_frequency(params)

@@ -8,13 +8,18 @@ word, and its last score is above what the common words could add up to, a fact 
 words cannot be in it: their facts need not be read. At 100,000 facts "work" is in one in eight,
 and reading those was most of the arm's time.
 
-The plan is checked against its result (`is_exact`); one that fails is run again skipping only the
-words its result proves cannot matter (`skipping_below`), so the arm's answer is always exactly BM25
+The plan is checked against its result (`is_exact`); when it fails, a second reading takes the facts
+holding none of the words read that can still reach the list's last score. A fact holding only some
+of the skipped words scores at most their bounds together, so it is read only when it holds all the
+words of a combination whose bounds reach that score (`combinations_to_read`): "Who did Leila meet
+at the chess tournament?" reads the facts naming Leila, then of the others only those naming both
+chess and tournament, not every fact naming one of them. The arm's answer is always exactly BM25
 over every fact holding a query word.
 """
 
 from __future__ import annotations
 
+import itertools
 import math
 from dataclasses import dataclass, replace
 
@@ -25,6 +30,11 @@ from engram.store.keyword_frequencies import ScopeWords, WordCount
 BM25_K1 = 1.2
 BM25_B = 0.75
 UBIQUITOUS_SHARE = 0.5
+# Beyond this many skipped words the second reading reads each word that can reach the list alone
+# (their combinations would be up to 2^n clauses of one text-search query).
+MAX_COMBINED_WORDS = 8
+# Scores are rounded to 9 decimals: a bound this close to a score may tie it.
+SCORE_SLACK = 1e-9
 
 
 def idf(facts_with_word: int, facts: int) -> float:
@@ -61,7 +71,29 @@ class KeywordPlan:
     def is_exact(self, scores: list[float], limit: int) -> bool:
         """Whether the best `limit` scores of the facts read are the best of all facts: nothing was
         skipped, or the list is full and its last score beats every fact holding only skipped words."""
-        return not self.skips or (len(scores) >= limit and scores[limit - 1] > self.bounds[self.skipped] + 1e-9)
+        return not self.skips or (
+            len(scores) >= limit and scores[limit - 1] > self.bounds[self.skipped] + SCORE_SLACK)
+
+    def combinations_to_read(self, scores: list[float], limit: int) -> list[tuple[str, ...]]:
+        """After a reading that was not exact with these scores: the smallest sets of skipped words whose
+        bounds together reach the list's last score. A fact holding none of the words read can enter
+        the list only if it holds every word of one of them (a superset's facts hold a smaller set's
+        words). A list not full, or too many skipped words, reads words one by one."""
+        skipped = self.commonest_first[: self.skipped]
+        if len(scores) < limit:
+            return [(word,) for word in sorted(skipped)]
+        last = scores[limit - 1] - SCORE_SLACK
+        if len(skipped) > MAX_COMBINED_WORDS:
+            return [(word,) for word in self.skipping_below(scores, limit).read if word not in self.read]
+        bound = {word: self.bounds[i + 1] - self.bounds[i] for i, word in enumerate(skipped)}
+        found: list[tuple[str, ...]] = []
+        for size in range(1, len(skipped) + 1):
+            for combination in itertools.combinations(sorted(skipped), size):
+                if any(set(smaller) <= set(combination) for smaller in found):
+                    continue
+                if sum(bound[word] for word in combination) >= last:
+                    found.append(combination)
+        return found
 
     def skipping_below(self, scores: list[float], limit: int) -> KeywordPlan:
         """The plan to run after this one was not exact with these scores: it skips the most common
@@ -69,7 +101,7 @@ class KeywordPlan:
         exact: it reads a superset of the facts, so its last score is at least as high."""
         skipped = 0
         if len(scores) >= limit:
-            while skipped < self.skipped and self.bounds[skipped + 1] < scores[limit - 1] - 1e-9:
+            while skipped < self.skipped and self.bounds[skipped + 1] < scores[limit - 1] - SCORE_SLACK:
                 skipped += 1
         return replace(self, skipped=skipped)
 
