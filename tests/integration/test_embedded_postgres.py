@@ -14,7 +14,6 @@ import pytest
 from engram.errors import StoreUnavailable
 from engram.store.embedded import (
     EmbeddedPostgres,
-    data_bytes,
     running_server,
     shared_buffers_mb,
     socket_dir_for,
@@ -57,7 +56,7 @@ async def test_start_gives_a_database_with_pgvector_and_pg_trgm(data_dir: Path) 
             assert await conn.fetchval("SHOW listen_addresses") == ""
             buffers_mb = await conn.fetchval(
                 "SELECT setting::bigint * 8 / 1024 FROM pg_settings WHERE name = 'shared_buffers'")
-            assert buffers_mb == 128, "a new cluster's few MB of data get PostgreSQL's default"
+            assert buffers_mb == shared_buffers_mb(), "sized to the machine from the first start, not to the data"
             if conn.get_server_version().major >= 18:
                 assert await conn.fetchval("SHOW io_method") == "sync", "no I/O worker processes"
             assert await conn.fetchval("SHOW max_logical_replication_workers") == "0"
@@ -69,23 +68,12 @@ async def test_start_gives_a_database_with_pgvector_and_pg_trgm(data_dir: Path) 
             assert pg.pgdata.stat().st_uid != 0, "PostgreSQL must run as an unprivileged user"
 
 
-def test_shared_buffers_are_half_the_data_within_128_mb_and_the_smaller_of_1_gb_and_ram_over_8() -> None:
-    gib, mib = 2**30, 2**20
-    assert shared_buffers_mb(30 * mib, 16 * gib) == 128
-    assert shared_buffers_mb(1600 * mib, 16 * gib) == 800
-    assert shared_buffers_mb(1600 * mib, 4 * gib) == 512
-    assert shared_buffers_mb(40 * gib, 64 * gib) == 1024
-    assert shared_buffers_mb(40 * gib, gib // 2) == 128
-
-
-def test_the_data_size_counts_the_databases_files(tmp_path: Path) -> None:
-    (tmp_path / "base" / "1").mkdir(parents=True)
-    (tmp_path / "base" / "1" / "1259").write_bytes(b"x" * 8192)
-    (tmp_path / "base" / "5").mkdir()
-    (tmp_path / "base" / "5" / "16384").write_bytes(b"x" * 4096)
-    (tmp_path / "pg_wal").mkdir()
-    (tmp_path / "pg_wal" / "000000010000000000000001").write_bytes(b"x" * 100_000)
-    assert data_bytes(tmp_path) == 8192 + 4096
+def test_shared_buffers_are_the_smaller_of_1_gb_and_ram_over_8_within_128_mb() -> None:
+    gib = 2**30
+    assert shared_buffers_mb(16 * gib) == 1024
+    assert shared_buffers_mb(4 * gib) == 512
+    assert shared_buffers_mb(64 * gib) == 1024
+    assert shared_buffers_mb(gib // 2) == 128
 
 
 async def test_a_second_instance_joins_and_leaves_the_server_to_its_starter(data_dir: Path) -> None:

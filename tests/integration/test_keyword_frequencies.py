@@ -1,6 +1,6 @@
-"""The per-word fact counts of migration 022 stay exact through every way facts change, and the
-keyword arm that reads them ranks exactly as BM25 over every fact holding a query word, whether its
-plan leaves common words unread or not."""
+"""The per-word fact counts of migration 022 and the postings of migration 024 stay exact through
+every way facts change, and the keyword arm that reads them ranks exactly as BM25 over every fact
+holding a query word, whether its plan leaves common words unread or not."""
 
 from __future__ import annotations
 
@@ -41,9 +41,32 @@ async def kept_and_true_counts(dsn: str, bank_id: str) -> tuple[dict, dict]:
         await conn.close()
 
 
+async def kept_and_true_postings(dsn: str, bank_id: str) -> tuple[set, set]:
+    """(migration 024's postings of the bank, those its valid facts' vectors hold), as tuples of
+    (lexeme, fact type, unit id, occurrences in the fact, in its lead-in, in its date, fact length)."""
+    conn = await asyncpg.connect(dsn)
+    try:
+        kept = {tuple(r) for r in await conn.fetch(
+            "SELECT lexeme, fact_type, unit_id, in_fact, in_lead_in, in_date, fact_length FROM keyword_postings"
+            " WHERE bank_id = $1", bank_id)}
+        true = set()
+        for r in await conn.fetch(
+                "SELECT w.lexeme, m.fact_type, m.id, w.weights, length(m.search) AS length FROM memory_units m"
+                " CROSS JOIN LATERAL unnest(m.search) w WHERE m.bank_id = $1 AND m.state = 'valid'", bank_id):
+            weights = list(r["weights"])
+            true.add((r["lexeme"], r["fact_type"], r["id"], weights.count("A"), weights.count("B"),
+                      weights.count("C"), r["length"]))
+        return kept, true
+    finally:
+        await conn.close()
+
+
 async def assert_counts_exact(dsn: str, bank_id: str) -> dict:
+    """The bank's per-word counts, and its postings, are exactly those of its valid facts."""
     kept, true = await kept_and_true_counts(dsn, bank_id)
     assert kept == true
+    kept_postings, true_postings = await kept_and_true_postings(dsn, bank_id)
+    assert kept_postings == true_postings
     return kept
 
 
@@ -113,6 +136,8 @@ async def test_the_counts_follow_every_change_of_the_facts(http: httpx.Client, b
     try:
         await conn.execute("DELETE FROM keyword_frequencies WHERE bank_id = $1", bank_id)
         await conn.execute("SELECT rebuild_keyword_frequencies()")
+        await conn.execute("DELETE FROM keyword_postings WHERE bank_id = $1", bank_id)
+        await conn.execute("SELECT rebuild_keyword_postings()")  # migration 024's, likewise
     finally:
         await conn.close()
     assert await assert_counts_exact(pg_dsn, bank_id) == kept
@@ -159,13 +184,13 @@ SENTENCES = (
 async def test_the_planned_arm_ranks_as_bm25_over_every_matching_fact(
     http: httpx.Client, bank_id: str, pg_dsn: str, limit: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    readings: list[str] = []  # the text-search query of the facts each scoring query read
+    readings: list[keyword_arm.FactsHolding] = []  # the facts each scoring query read
     real_score = keyword_arm.score
 
-    async def counted_score(conn: asyncpg.Connection, scope: UnitFilter, plan: keyword_plan.KeywordPlan, reads: str,
-                            n: int, already_read: list[str] | None = None) -> list:
-        readings.append(reads)
-        return await real_score(conn, scope, plan, reads, n, already_read)
+    async def counted_score(conn: asyncpg.Connection, scope: UnitFilter, plan: keyword_plan.KeywordPlan, n: int,
+                            reading: keyword_arm.FactsHolding) -> list:
+        readings.append(reading)
+        return await real_score(conn, scope, plan, n, reading)
 
     monkeypatch.setattr(keyword_arm, "score", counted_score)
     items = [{"content": text} for text in SENTENCES]
@@ -196,8 +221,11 @@ async def test_the_planned_arm_ranks_as_bm25_over_every_matching_fact(
             # The walrus facts are long: their scores do not beat what kayak and garden could add, and
             # the second reading skips garden only; the tomato facts settle the list in one reading.
             assert passes["walrus kayak garden"] == 2 and passes["tomato garden"] == 1, passes
-            assert readings_of["walrus kayak garden"] == ["'walrus'", "('kayak')"], "each fact is read once"
-            assert readings_of["otter puffin lighthouse"] == ["'otter'", "('lighthous' & 'puffin')"]
+            holding = keyword_arm.FactsHolding
+            assert readings_of["walrus kayak garden"] == [
+                holding(any_of=["walrus"]), holding(combination=[("kayak",)], none_of=["walrus"])], "each fact once"
+            assert readings_of["otter puffin lighthouse"] == [
+                holding(any_of=["otter"]), holding(combination=[("lighthous", "puffin")], none_of=["otter"])]
     finally:
         await conn.close()
 

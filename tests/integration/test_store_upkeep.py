@@ -41,10 +41,20 @@ async def test_the_semantic_link_search_gives_back_the_session_search_settings(i
         await store.close()
 
 
-async def last_analyze(dsn: str) -> object:
+async def last_analyze(dsn: str, table: str = "memory_units") -> object:
     conn = await asyncpg.connect(dsn)
     try:
-        return await conn.fetchval("SELECT last_analyze FROM pg_stat_user_tables WHERE relname = 'memory_units'")
+        return await conn.fetchval("SELECT last_analyze FROM pg_stat_user_tables WHERE relname = $1", table)
+    finally:
+        await conn.close()
+
+
+async def all_visible_share(dsn: str, table: str) -> float:
+    """The share of the table's pages its visibility map marks all-visible (as of its last VACUUM)."""
+    conn = await asyncpg.connect(dsn)
+    try:
+        return await conn.fetchval(  # type: ignore[no-any-return]
+            "SELECT relallvisible::float8 / greatest(relpages, 1) FROM pg_class WHERE relname = $1", table)
     finally:
         await conn.close()
 
@@ -57,6 +67,10 @@ async def test_a_bulk_retain_leaves_fresh_statistics_and_a_small_one_does_not_re
         memory.retain_batch("stats", [{"content": f"Fact {n} is about tomatoes in bed {n}."} for n in range(120)])
         analysed = await last_analyze(isolated_dsn)
         assert analysed is not None
+        # The keyword arm's postings: planned with statistics, and read by index-only scans that skip
+        # the table's pages only once a VACUUM has marked them all-visible.
+        assert await last_analyze(isolated_dsn, "keyword_postings") is not None
+        assert await all_visible_share(isolated_dsn, "keyword_postings") == 1.0
         memory.retain("stats", "One more fact about basil.")
         assert await last_analyze(isolated_dsn) == analysed
         # 55 new rows: over the base threshold (50) but under 50 + 10 % of the 121 rows there

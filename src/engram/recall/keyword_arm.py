@@ -7,14 +7,16 @@ and a fact matching only such words is no candidate: they all tied at 0, so whic
 list was chance (and a list of ties fused as all best).
 
 A scope that is every valid fact of its types (no tag filter) takes its document frequencies, N and
-average length from the counts migration 022 keeps, and reads only the facts of the words that can
-change its list (engram.recall.keyword_plan). A tag-filtered scope counts them among its matching
-facts in the query itself (N is the facts in scope, the average length that of the matching facts).
+average length from the counts migration 022 keeps, reads only the facts of the words that can
+change its list (engram.recall.keyword_plan), and reads them from migration 024's postings, not from
+the facts. A tag-filtered scope counts them among its matching facts in the query itself (N is the
+facts in scope, the average length that of the matching facts).
 """
 
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass, field
 
 import asyncpg
 
@@ -38,21 +40,6 @@ def keyword_query(text: str) -> str | None:
     """An OR of the query's words for to_tsquery (stemming and stop words are PostgreSQL's)."""
     words = list(dict.fromkeys(w.lower() for w in _WORD.findall(text)))
     return " | ".join(words) if words else None
-
-
-def _quoted(lexeme: str) -> str:
-    """A lexeme as a tsquery operand, as it is (already stemmed: not normalised again)."""
-    return "'" + lexeme.replace("\\", "\\\\").replace("'", "''") + "'"
-
-
-def lexeme_query(lexemes: list[str]) -> str:
-    """A tsquery matching any of these lexemes."""
-    return " | ".join(_quoted(lexeme) for lexeme in lexemes)
-
-
-def combinations_query(combinations: list[tuple[str, ...]]) -> str:
-    """A tsquery matching the facts that hold every lexeme of at least one combination."""
-    return " | ".join("(" + " & ".join(_quoted(lexeme) for lexeme in words) + ")" for words in combinations)
 
 
 def _term_frequency(params: SqlParams) -> str:
@@ -87,47 +74,67 @@ async def _planned(conn: asyncpg.Connection, scope: UnitFilter, query: str, limi
     plan = keyword_plan.plan(words, limit)
     if not plan.weights:
         return []
-    ranked = await score(conn, scope, plan, lexeme_query(plan.read), limit)
+    ranked = await score(conn, scope, plan, limit, FactsHolding(any_of=plan.read))
     scores = [rank for _, rank in ranked]
     if not plan.is_exact(scores, limit):
         # The facts of the words read are scored already: the second reading takes only those holding
         # none of them, and of those only the ones that can reach the list; the two lists merge (both
         # ordered as the query orders, by score then id).
-        combinations = combinations_query(plan.combinations_to_read(scores, limit))
-        more = await score(conn, scope, plan, combinations, limit, already_read=plan.read)
+        second = FactsHolding(combination=plan.combinations_to_read(scores, limit), none_of=plan.read)
+        more = await score(conn, scope, plan, limit, second)
         ranked = sorted(ranked + more, key=lambda hit: (-hit[1], hit[0]))[:limit]
     return ranked
 
 
+@dataclass(frozen=True)
+class FactsHolding:
+    """Which facts a reading scores: those holding one of `any_of`, or every word of one of
+    `combination` (each a tuple of lexemes) and none of `none_of`."""
+
+    any_of: list[str] = field(default_factory=list)
+    combination: list[tuple[str, ...]] = field(default_factory=list)
+    none_of: list[str] = field(default_factory=list)
+
+    def unit_ids(self, params: SqlParams) -> str:
+        """A query of the ids of these facts, from `postings` (the scope's postings of the plan's words)."""
+        if self.any_of:
+            return f"SELECT DISTINCT unit_id FROM postings WHERE lexeme = ANY({params.add(self.any_of)}::text[])"
+        clauses = [(n, lexeme, len(words)) for n, words in enumerate(self.combination) for lexeme in words]
+        numbers, lexemes, sizes = (params.add([clause[k] for clause in clauses]) for k in range(3))
+        # A fact has one posting per word, so it holds a combination when it has postings for all its words.
+        return f"""
+            SELECT DISTINCT p.unit_id
+            FROM postings p JOIN unnest({numbers}::int[], {lexemes}::text[], {sizes}::int[]) c(n, lexeme, size)
+                USING (lexeme)
+            GROUP BY p.unit_id, c.n, c.size HAVING count(*) = c.size
+            EXCEPT
+            SELECT unit_id FROM postings WHERE lexeme = ANY({params.add(self.none_of)}::text[])"""
+
+
 async def score(
-    conn: asyncpg.Connection, scope: UnitFilter, plan: KeywordPlan, reads: str, limit: int,
-    already_read: list[str] | None = None,
+    conn: asyncpg.Connection, scope: UnitFilter, plan: KeywordPlan, limit: int, reading: FactsHolding
 ) -> Ranked:
-    """BM25 of every fact matching the tsquery `reads`, over all the plan's words; with `already_read`,
-    only of the facts holding none of those words."""
+    """BM25, over all the plan's words, of the facts of the scope the reading takes; the `limit` best.
+
+    From migration 024's postings of the plan's words, read from their primary key alone: the facts'
+    rows (and their text-search vectors) are never read."""
     params = SqlParams()
-    where = scope.where(params)
-    lexemes = params.add(list(plan.weights))
-    weights = params.add(list(plan.weights.values()))
-    read = params.add(reads)
-    if already_read:
-        where += f" AND NOT m.search @@ {params.add(lexeme_query(already_read))}::tsquery"
-    tf = _term_frequency(params)
+    bank, types = params.add(scope.bank_id), params.add(scope.fact_types)
+    lexemes, weights = params.add(list(plan.weights)), params.add(list(plan.weights.values()))
+    lead, dated = params.add(LEAD_IN_WEIGHT), params.add(DATE_WEIGHT)
     average_length = params.add(plan.average_length)
     rows = await conn.fetch(
         f"""
         WITH words AS MATERIALIZED (SELECT * FROM unnest({lexemes}::text[], {weights}::float8[]) AS w(lexeme, weight)),
-        matched AS MATERIALIZED (
-            SELECT m.id, m.search, length(m.search) AS doc_length
-            FROM memory_units m
-            WHERE {where} AND m.search @@ {read}::tsquery
+        postings AS NOT MATERIALIZED (  -- each use its own index-only scan, of the words it needs
+            SELECT * FROM keyword_postings
+            WHERE bank_id = {bank} AND fact_type = ANY({types}::text[]) AND lexeme = ANY({lexemes}::text[])
         ),
-        -- Only the query's lexemes are unnested: the fact's vector without the lexemes that are not the
-        -- query's (ts_delete twice) instead of every lexeme joined with the query's, 2-3x cheaper.
+        read AS MATERIALIZED ({reading.unit_ids(params)}),
         hits AS (
-            SELECT c.id, c.doc_length, u.lexeme, {tf} AS tf
-            FROM matched c
-            CROSS JOIN LATERAL unnest(ts_delete(c.search, tsvector_to_array(ts_delete(c.search, {lexemes}::text[])))) u
+            SELECT unit_id AS id, lexeme, fact_length AS doc_length,
+                   in_fact + {lead}::float8 * in_lead_in + {dated}::float8 * in_date AS tf
+            FROM postings WHERE unit_id IN (SELECT unit_id FROM read)
         )
         SELECT h.id, {_bm25("w.weight", f"{average_length}::float8")} AS rank
         FROM hits h JOIN words w USING (lexeme)

@@ -5,13 +5,21 @@ empty (autovacuum analyses them up to a minute later), and recall's joins get pl
 over the whole bank: queries that take milliseconds took a second. A retain that leaves memory_units
 with many rows changed since the last ANALYZE (autovacuum's own rule: 50 + 10 % of the rows) analyses
 the tables recall reads, once at a time across the server. Only retains of BULK_RETAIN_FACTS facts or
-more check, so a small retain pays no extra round trips; a stream of small ones is autovacuum's."""
+more check, so a small retain pays no extra round trips; a stream of small ones is autovacuum's.
+
+The same job vacuums keyword_postings, which recall reads by index-only scans: those skip the table
+only on pages its visibility map marks all-visible, and only a VACUUM marks them. Never vacuumed, a
+bank's first 10,000 facts had the keyword arm at 25 ms instead of 2.2 ms (unanalysed: planned as an
+empty table; unvacuumed: every posting fetched from the table). It reads only the pages written
+since the last one."""
 
 from __future__ import annotations
 
 import asyncpg
 
-ANALYZED_TABLES = ("memory_units", "memory_unit_sentences", "memory_links", "unit_entities", "entities")
+ANALYZED_TABLES = ("memory_units", "memory_unit_sentences", "memory_links", "unit_entities", "entities",
+                   "keyword_postings")
+VACUUMED_TABLES = ("keyword_postings",)
 BASE_THRESHOLD = 50
 BULK_RETAIN_FACTS = 50
 SCALE_FACTOR = 0.1
@@ -30,7 +38,8 @@ async def publish_write_counts(conn: asyncpg.Connection) -> None:
 
 
 async def analyze_if_stale(pool: asyncpg.Pool) -> bool:
-    """ANALYZE the recall tables when memory_units changed enough since the last analysis; returns
+    """ANALYZE the recall tables (and VACUUM keyword_postings) when memory_units changed enough since
+    the last analysis; returns
     whether it ran (False too when another connection is already analysing)."""
     async with pool.acquire() as conn:
         stale = await conn.fetchval(
@@ -44,6 +53,8 @@ async def analyze_if_stale(pool: asyncpg.Pool) -> bool:
             return False
         try:
             await conn.execute(f"ANALYZE {', '.join(ANALYZED_TABLES)}")
+            # SKIP_LOCKED: autovacuum may be at it already.
+            await conn.execute(f"VACUUM (SKIP_LOCKED) {', '.join(VACUUMED_TABLES)}")
         finally:
             await conn.execute("SELECT pg_advisory_unlock($1)", _LOCK_KEY)
     return True
