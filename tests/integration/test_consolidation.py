@@ -4,6 +4,7 @@ never lose or duplicate an observation."""
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Callable
 
 import httpx
@@ -97,6 +98,7 @@ def test_refine_contradict_and_something_new(http: httpx.Client, llm: ScriptedLL
     retain_and_settle(http, bank_id, REACT)
     (first,) = observations(http, bank_id)
     assert first["proof_count"] == 1
+    assert uuid.UUID(first["id"]).version == 7, "an observation's id starts with its creation time"
 
     retain_and_settle(http, bank_id, REACT_AGAIN)  # refine
     shown = [r for r in llm.requests if r.schema_name == "ConsolidationActions"][-1].user_text

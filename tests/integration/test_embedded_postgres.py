@@ -26,6 +26,9 @@ def data_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("engram-home")
 
 
+BUFFERS_MB = "SELECT setting::bigint * 8 / 1024 FROM pg_settings WHERE name = 'shared_buffers'"
+
+
 async def fetch(dsn: str, sql: str) -> object:
     conn = await asyncpg.connect(dsn, timeout=5)
     try:
@@ -54,8 +57,7 @@ async def test_start_gives_a_database_with_pgvector_and_pg_trgm(data_dir: Path) 
             assert await conn.fetchval("SELECT cardinality(show_trgm('é'))") > 0
             assert await conn.fetchval("SHOW maintenance_work_mem") == "512MB"
             assert await conn.fetchval("SHOW listen_addresses") == ""
-            buffers_mb = await conn.fetchval(
-                "SELECT setting::bigint * 8 / 1024 FROM pg_settings WHERE name = 'shared_buffers'")
+            buffers_mb = await conn.fetchval(BUFFERS_MB)
             assert buffers_mb == shared_buffers_mb(), "sized to the machine from the first start, not to the data"
             if conn.get_server_version().major >= 18:
                 assert await conn.fetchval("SHOW io_method") == "sync", "no I/O worker processes"
@@ -95,6 +97,18 @@ async def test_a_restart_keeps_the_data(data_dir: Path) -> None:
         await fetch(pg.dsn, "CREATE TABLE kept AS SELECT 42 AS answer")
     with EmbeddedPostgres(data_dir) as pg:
         assert await fetch(pg.dsn, "SELECT answer FROM kept") == 42
+
+
+async def test_alter_system_overrides_the_shared_buffers_rule(data_dir: Path) -> None:
+    with EmbeddedPostgres(data_dir) as pg:
+        assert await fetch(pg.dsn, BUFFERS_MB) == shared_buffers_mb()
+        await fetch(pg.dsn, "ALTER SYSTEM SET shared_buffers = '144MB'")
+    try:
+        with EmbeddedPostgres(data_dir) as pg:
+            assert await fetch(pg.dsn, BUFFERS_MB) == 144, "the README's way to keep the buffers small"
+    finally:
+        with EmbeddedPostgres(data_dir) as pg:
+            await fetch(pg.dsn, "ALTER SYSTEM RESET shared_buffers")
 
 
 async def test_a_killed_server_does_not_block_the_next_start(data_dir: Path) -> None:

@@ -3,6 +3,8 @@ timeless content, tag filters in every mode, types, budgets and bad input."""
 
 from __future__ import annotations
 
+import uuid
+
 import httpx
 import pytest
 
@@ -46,6 +48,7 @@ def test_retained_sentences_are_recalled_by_meaning(http: httpx.Client, bank_id:
     assert results[0]["metadata"] == {"session": "1"}
     assert "Melanie" in results[0]["entities"]
 
+    assert {uuid.UUID(m["id"]).version for m in memories(http, bank_id)} == {7}, "facts get time-ordered ids"
     support = next(m for m in memories(http, bank_id) if "support group" in m["text"])
     assert support["occurred_start"].startswith("2023-05-07"), "'yesterday' resolves against the timestamp"
     assert support["mentioned_at"].startswith("2023-05-08")

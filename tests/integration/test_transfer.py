@@ -7,6 +7,7 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+import uuid
 import zipfile
 from pathlib import Path
 from typing import Any
@@ -87,6 +88,7 @@ def test_real_hindsight_archive_imports_every_record(http: httpx.Client, bank_id
 
     observations = _all(http, bank_id, "memories/list", type="observation")
     assert sorted(o["text"] for o in observations) == sorted(o["text"] for o in archived_observations)
+    assert {uuid.UUID(u["id"]).version for u in facts + observations} == {7}, "imported units get time-ordered ids"
     fact_ids = {(doc["id"], i): by_text[f["text"]]["id"] for doc in documents for i, f in enumerate(doc["facts"])}
     for archived in archived_observations:
         mine = next(o for o in observations if o["text"] == archived["text"])

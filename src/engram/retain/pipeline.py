@@ -28,6 +28,7 @@ from engram.store import facts_write as fw
 from engram.store.banks import ensure_bank
 from engram.store.statistics import BULK_RETAIN_FACTS, analyze_if_stale, publish_write_counts
 from engram.store.tx import transaction
+from engram.store.unit_ids import new_unit_id
 
 if TYPE_CHECKING:
     from engram.services import Services
@@ -170,7 +171,7 @@ def _chunk_units(plan: DocumentPlan, chunk: ChunkPlan, allow_free_form: bool) ->
     for fact in chunk.facts:
         names = list(dict.fromkeys([*fact.entities, *item.entities])) if allow_free_form else []
         row = fw.UnitRow(
-            id=uuid.uuid4(),
+            id=new_unit_id(),
             document_id=plan.document_id,
             chunk_id=chunk.chunk_id,
             text=fact.stored_text(),

@@ -13,6 +13,7 @@ from engram.store.consolidation_status import waiting_facts
 from engram.store.pool import encode_vector
 from engram.store.storable import storable_text
 from engram.store.tx import Conn
+from engram.store.unit_ids import new_unit_id
 
 HISTORY_LIMIT = 50
 
@@ -95,7 +96,7 @@ async def insert_observation(
     sources: list[uuid.UUID], evidence: list[dict[str, str]],
 ) -> uuid.UUID:
     """A new observation; its dates, proof count and entities come from its sources."""
-    observation_id = uuid.uuid4()
+    observation_id = new_unit_id()
     await conn.execute(
         """
         INSERT INTO memory_units (id, bank_id, text, fact_type, embedding, tags, source_memory_ids, evidence,

@@ -12,6 +12,7 @@ from typing import Any
 from engram.store import attachments as attachment_store
 from engram.store import facts_write as fw
 from engram.store import transfer_writes as tw
+from engram.store.unit_ids import new_unit_id
 from engram.transfer.archive import Archive, decoded
 
 FACT_TYPES = ("world", "experience")
@@ -50,7 +51,7 @@ class DocumentRows:
 
 
 def _unit(fact: dict[str, Any], document_id: str, chunk_id: str | None) -> UnitPlan:
-    unit_id = uuid.uuid4()
+    unit_id = new_unit_id()
     said = when(fact.get("mentioned_at"))
     start = when(fact.get("occurred_start"))
     if said is None and start is None:
@@ -117,7 +118,7 @@ def observation_rows(
         if not sources:
             dropped += 1
             continue
-        obs_id = uuid.uuid4()
+        obs_id = new_unit_id()
         out.append(tw.ObservationRow(
             id=obs_id, text=str(obs["text"]), tags=[str(t) for t in obs.get("tags") or []], vector=None,
             sources=sources, evidence=_evidence(obs.get("evidence") or [], positions),
