@@ -23,7 +23,7 @@ from engram.retain.facts import ExtractedFact
 from engram.retain.fresh_documents import all_fresh, write_fresh_documents
 from engram.retain.label_config import LabelGroup, groups_from_config
 from engram.retain.prepare import PreparedItem
-from engram.store import document_events
+from engram.store import document_events, semantic_links
 from engram.store import facts_write as fw
 from engram.store.banks import ensure_bank
 from engram.store.statistics import BULK_RETAIN_FACTS, analyze_if_stale, publish_write_counts
@@ -223,14 +223,16 @@ def _retain_params(item: PreparedItem) -> dict[str, Any]:
 
 async def _write_documents(
     conn: Any, bank_id: str, plans: list[DocumentPlan], pending: list[PendingUnit], store_text: bool
-) -> None:
+) -> int:
     """Each document's row, history event and chunks, and the removal of what its new version drops:
-    new documents in one statement per table (`fresh_documents`), others one by one."""
+    new documents in one statement per table (`fresh_documents`), others one by one. Returns how many
+    facts the new versions removed."""
     plans = sorted(plans, key=lambda p: p.document_id)
     added = Counter(p.row.document_id for p in pending)
     params = {plan.document_id: _retain_params(plan.items[0]) for plan in plans}
     if all_fresh(plans) and await write_fresh_documents(conn, bank_id, plans, added, store_text, params):
-        return
+        return 0
+    removed_facts = 0
     for plan in plans:
         await fw.lock_document(conn, bank_id, plan.document_id)
         current = [row["id"] for row in await fw.existing_chunks(conn, bank_id, plan.document_id)]
@@ -247,6 +249,7 @@ async def _write_documents(
             observation_scopes=item.observation_scopes,
         )
         removed = await fw.delete_document_units_except(conn, bank_id, plan.document_id, plan.keep_chunk_ids)
+        removed_facts += len(removed)
         kind = "append" if item.update_mode == "append" and plan.expected_existing else item.history_kind
         await document_events.record(conn, bank_id, plan.document_id, kind, operation_id=item.operation_id,
                                      facts_added=added[plan.document_id], facts_removed=len(removed))
@@ -256,6 +259,7 @@ async def _write_documents(
         new_chunks = [(c.chunk_id, c.index, c.text, c.content_hash) for c in plan.chunks if not c.reuse_id]
         await fw.insert_chunks(conn, bank_id, plan.document_id, new_chunks)
         await write_attachments(conn, bank_id, plan)
+    return removed_facts
 
 
 async def _write(
@@ -263,31 +267,41 @@ async def _write(
     embedded: Callable[[], AsyncIterator[list[PendingUnit]]], label_keys: frozenset[str] = frozenset(),
 ) -> None:
     """One transaction: the documents' own rows first, then the facts as `embedded()` hands them over
-    with their vectors, then their entities and links."""
+    with their vectors, then their entities and links. A bulk retain that removes no facts searches its
+    semantic links beside the transaction (`semantic_links.link_bulk`); one that does searches inside
+    it, where the removed facts are gone and cannot take a new fact's places."""
     from engram.retain.entities import Mention, store_entities
 
     async with transaction(services.pool) as conn:
         await ensure_bank(conn, bank_id)
-        await _write_documents(conn, bank_id, plans, pending, store_text)
+        removed_facts = await _write_documents(conn, bank_id, plans, pending, store_text)
         stored = 0
         async for ready in embedded():
             await fw.insert_units(conn, bank_id, [p.row for p in ready])
             stored += len(ready)
         if stored != len(pending):  # a fact the stream never handed over fails the retain whole
             raise RuntimeError(f"{stored} of {len(pending)} facts came back from the embedder")
-        await fw.insert_sentence_vectors(
-            conn, bank_id, [(p.row.id, vector) for p in pending for vector in p.sentence_vectors]
-        )
-        await store_entities(
-            conn, bank_id,
-            [Mention(p.row.id, p.entity_names, p.resolve, p.fact.labels, p.entity_types) for p in pending],
-            label_keys,
-        )
         ids = [p.row.id for p in pending]
-        causal = [(p.row.id, pending[c].row.id) for p in pending for c in p.causes]
-        await fw.insert_causal_links(conn, bank_id, causal)
-        await fw.insert_temporal_links(conn, bank_id, ids)
-        await fw.insert_semantic_links(conn, bank_id, ids)
+
+        async def entities_and_other_links() -> None:
+            await fw.insert_sentence_vectors(
+                conn, bank_id, [(p.row.id, vector) for p in pending for vector in p.sentence_vectors]
+            )
+            await store_entities(
+                conn, bank_id,
+                [Mention(p.row.id, p.entity_names, p.resolve, p.fact.labels, p.entity_types) for p in pending],
+                label_keys,
+            )
+            causal = [(p.row.id, pending[c].row.id) for p in pending for c in p.causes]
+            await fw.insert_causal_links(conn, bank_id, causal)
+            await fw.insert_temporal_links(conn, bank_id, ids)
+
+        if len(pending) >= BULK_RETAIN_FACTS and not removed_facts:
+            await semantic_links.link_bulk(conn, services.pool, bank_id, ids, [p.row.embedding for p in pending],
+                                           entities_and_other_links())
+        else:
+            await entities_and_other_links()
+            await fw.insert_semantic_links(conn, bank_id, ids)
         if len(pending) >= BULK_RETAIN_FACTS:
             await publish_write_counts(conn)
 

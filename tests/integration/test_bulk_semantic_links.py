@@ -1,0 +1,116 @@
+"""A bulk retain searches its semantic links beside its transaction (engram.store.semantic_links): the
+committed facts on other connections, the batch's facts among themselves from their vectors. The links
+must be the ones the transaction's own search gives: each new fact to every other fact of the bank at
+least 0.7 alike, the most alike first, up to 50."""
+
+from __future__ import annotations
+
+import logging
+
+import asyncpg
+import numpy as np
+import pytest
+
+from engram import Memory
+from engram.store.pool import decode_text_vector
+from engram.store.semantic_links import insert_best
+
+TOPICS = (
+    "Parcel {n} left the depot in Leeds on a Tuesday.",
+    "The red kayak number {n} is kept in the boathouse by the lake.",
+    "Grandma baked {n} loaves of rye bread on Sunday morning.",
+    "Train {n} to Glasgow was delayed by snow this morning.",
+)
+SIDE_PATH = "searched beside the transaction"
+
+
+def items(numbers: range) -> list[dict[str, str]]:
+    return [{"content": topic.format(n=n)} for n in numbers for topic in TOPICS]
+
+
+def expected_links(vectors: dict, new: set) -> set:
+    unit = {i: v / np.linalg.norm(v) for i, v in vectors.items()}
+    return {(a, b) for a in new for b in unit if b != a and float(unit[a] @ unit[b]) >= 0.7}
+
+
+async def bank_state(dsn: str, bank: str) -> tuple[dict, set]:
+    conn = await asyncpg.connect(dsn)
+    try:
+        rows = await conn.fetch("SELECT id, embedding::text AS e FROM memory_units WHERE bank_id = $1", bank)
+        links = await conn.fetch("SELECT from_unit, to_unit FROM memory_links"
+                                 " WHERE bank_id = $1 AND link_type = 'semantic'", bank)
+    finally:
+        await conn.close()
+    vectors = {row["id"]: decode_text_vector(row["e"]).astype(np.float64) for row in rows}
+    return vectors, {(row["from_unit"], row["to_unit"]) for row in links}
+
+
+async def test_bulk_links_match_the_exact_nearest_facts(isolated_dsn: str, caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.DEBUG, logger="engram.store")
+    memory = Memory(database_url=isolated_dsn)
+    try:
+        # A larger bank first, so the small one below takes the exact search (facts_write.links_searched_exactly).
+        seen_by_call: list[set] = []
+        for start in range(0, 100, 25):
+            memory.retain_batch("large", items(range(1000 + start, 1000 + start + 25)))
+            seen_by_call.append(set((await bank_state(isolated_dsn, "large"))[0]))
+        conn = await asyncpg.connect(isolated_dsn)
+        await conn.execute("ANALYZE memory_units")
+        await conn.close()
+        memory.retain_batch("small", items(range(10)))  # 40 facts: searched inside the transaction
+        before, _ = await bank_state(isolated_dsn, "small")
+        caplog.clear()
+        memory.retain_batch("small", items(range(10, 25)))  # 60 facts: a bulk retain
+        assert any(SIDE_PATH in r.getMessage() for r in caplog.records), "the bulk retain searched beside"
+    finally:
+        memory.close()
+
+    vectors, links = await bank_state(isolated_dsn, "small")
+    new = set(vectors) - set(before)
+    assert len(new) == 60
+    expected = expected_links(vectors, new)
+    found = {link for link in links if link[0] in new}
+    assert {b for _, b in expected} & set(before) and {b for _, b in expected} & new, "links of both kinds"
+    assert max(sum(1 for a, _ in expected if a == fact) for fact in new) < 50, "below the cap: no ties to break"
+    assert found == expected
+
+    # The large bank's bulk retains searched through the HNSW index: approximate, but nothing below the
+    # floor, at most 50 a fact, and nearly all a fact could have among the facts of its call and before.
+    vectors, links = await bank_state(isolated_dsn, "large")
+    alike = expected_links(vectors, set(vectors))
+    assert links <= alike
+    reachable = 0
+    for call, seen in enumerate(seen_by_call):
+        for fact in seen - (seen_by_call[call - 1] if call else set()):
+            reachable += min(50, sum(1 for a, b in alike if a == fact and b in seen))
+            assert sum(1 for a, _ in links if a == fact) <= 50
+    assert len(links) >= 0.95 * reachable
+
+
+async def test_the_merge_keeps_each_facts_best_candidates_once_and_never_itself(isolated_dsn: str) -> None:
+    texts = ("The harbour master counted 12 boats on Monday.", "The harbour master counted 13 boats on Monday.",
+             "A bakery in Leeds sells rye bread.", "Snow delayed the train to Glasgow.")
+    memory = Memory(database_url=isolated_dsn)
+    try:
+        memory.retain_batch("merge", [{"content": text} for text in texts])
+    finally:
+        memory.close()
+    conn = await asyncpg.connect(isolated_dsn)
+    try:
+        rows = await conn.fetch("SELECT id, text FROM memory_units WHERE bank_id = 'merge'")
+        f0, f1, f2, f3 = (next(row["id"] for row in rows if text.rstrip(".") in row["text"]) for text in texts)
+        twins = await conn.fetchval("SELECT 1 - (a.embedding <=> b.embedding) FROM memory_units a, memory_units b"
+                                    " WHERE a.id = $1 AND b.id = $2", f0, f1)
+        assert twins > 0.9
+        async with conn.transaction():
+            await conn.execute("DELETE FROM memory_links WHERE bank_id = 'merge'")
+            # What side connections would have found for f0 (position 1) and f1 (2), made up: f0's
+            # twin f1 with a low score (the batch's own search finds it higher), f1 itself.
+            stored = [f"1 {f2} 0.99,1 {f3} 0.75,1 {f1} 0.2,2 {f1} 1", f"2 {f0} 0.5"]
+            await insert_best(conn, "merge", [f0, f1], stored, min_similarity=0.7, per_unit=2)
+            links = await conn.fetch("SELECT from_unit, to_unit, weight FROM memory_links WHERE bank_id = 'merge'")
+    finally:
+        await conn.close()
+    found = {(row["from_unit"], row["to_unit"]): row["weight"] for row in links}
+    expected = {(f0, f2): 0.99, (f0, f1): twins, (f1, f0): twins}
+    assert found == pytest.approx(expected, abs=1e-6), "the best two of both kinds, each once, never itself"
