@@ -319,6 +319,16 @@ _LINK_NEAREST = """
 # alone), while reading a small bank's own rows once costs well under a millisecond.
 EXACT_LINKS_MAX_FACTS = 1_000
 EXACT_LINKS_MAX_SHARE = 0.25
+# The two ways to read the bank's facts for their nearest: `BANK_FACTS` read once (a CTE; exact), or
+# `INDEXED_FACTS` through the HNSW index once `hnsw_link_settings` has set the transaction up for it.
+BANK_FACTS = """WITH bank_facts AS MATERIALIZED (  -- read once for every new unit
+    SELECT id, embedding FROM memory_units WHERE bank_id = $1 AND fact_type <> 'observation')"""
+INDEXED_FACTS = "memory_units o WHERE o.bank_id = $1 AND o.fact_type <> 'observation'"
+
+
+def hnsw_link_settings(per_unit: int) -> str:
+    """The transaction's settings for an HNSW link search (see `insert_semantic_links`)."""
+    return f"SET LOCAL enable_sort = off; SET LOCAL hnsw.ef_search = {int(per_unit) + 1}"
 
 
 def links_searched_exactly(bank_facts: int, table_facts: float) -> bool:
@@ -342,7 +352,7 @@ async def semantic_search_is_exact(conn: asyncpg.Connection, bank_id: str) -> bo
 
 async def insert_semantic_links(
     conn: asyncpg.Connection, bank_id: str, unit_ids: list[uuid.UUID], *, min_similarity: float = 0.7,
-    per_unit: int = 50,
+    per_unit: int = 50, exact: bool | None = None,
 ) -> None:
     """Link each new unit to its nearest neighbours in the bank with cosine similarity ≥ min_similarity.
 
@@ -357,15 +367,12 @@ async def insert_semantic_links(
     if not unit_ids:
         return
     values = (bank_id, unit_ids, min_similarity, per_unit)
-    if await semantic_search_is_exact(conn, bank_id):
+    if exact if exact is not None else await semantic_search_is_exact(conn, bank_id):
         await conn.execute(_LINK_NEAREST.format(
-            with_clause="""WITH bank_facts AS MATERIALIZED (  -- read once for every new unit
-                SELECT id, embedding FROM memory_units WHERE bank_id = $1 AND fact_type <> 'observation')""",
-            candidates="bank_facts o WHERE o.id <> n.id", order=", o.id"), *values)
+            with_clause=BANK_FACTS, candidates="bank_facts o WHERE o.id <> n.id", order=", o.id"), *values)
         return
     # The caller's transaction; back to the session's values below.
-    await conn.execute(f"SET LOCAL enable_sort = off; SET LOCAL hnsw.ef_search = {int(per_unit) + 1}")
+    await conn.execute(hnsw_link_settings(per_unit))
     await conn.execute(_LINK_NEAREST.format(
-        with_clause="", order="",
-        candidates="memory_units o WHERE o.bank_id = $1 AND o.id <> n.id AND o.fact_type <> 'observation'"), *values)
+        with_clause="", order="", candidates=f"{INDEXED_FACTS} AND o.id <> n.id"), *values)
     await conn.execute("SET LOCAL enable_sort TO DEFAULT; SET LOCAL hnsw.ef_search TO DEFAULT")

@@ -34,7 +34,6 @@ from collections.abc import Awaitable
 from typing import Any
 
 import asyncpg
-import numpy as np
 
 from engram.store import facts_write as fw
 from engram.store.pool import encode_vector
@@ -71,15 +70,16 @@ async def link_bulk(
     sides = await _acquire_sides(pool, min(SIDE_CONNECTIONS, len(ids)))
     if not sides:
         await meanwhile
-        await fw.insert_semantic_links(conn, bank_id, ids, min_similarity=min_similarity, per_unit=per_unit)
+        await fw.insert_semantic_links(conn, bank_id, ids, min_similarity=min_similarity, per_unit=per_unit,
+                                       exact=exact)
         return
     try:
         encoded = [encode_vector(v) for v in vectors]
-        parts = np.array_split(np.arange(len(ids)), len(sides))
+        share = -(-len(ids) // len(sides))  # each side connection's consecutive run of the facts
         search = asyncio.ensure_future(asyncio.gather(*(
-            nearest_stored(side, bank_id, [encoded[i] for i in part], int(part[0]) if len(part) else 0,
+            nearest_stored(side, bank_id, encoded[first:first + share], first,
                            exact=exact, min_similarity=min_similarity, per_unit=per_unit)
-            for side, part in zip(sides, parts, strict=True)
+            for side, first in zip(sides, range(0, len(ids), share), strict=False)
         )))
         try:
             await meanwhile
@@ -122,13 +122,10 @@ async def nearest_stored(
     async with conn.transaction(readonly=True):
         if exact:
             return await conn.fetchval(_NEAREST_STORED.format(
-                with_clause="""WITH bank_facts AS MATERIALIZED (  -- read once for every vector
-                    SELECT id, embedding FROM memory_units WHERE bank_id = $1 AND fact_type <> 'observation')""",
-                candidates="bank_facts o", order=", o.id"), *values)
-        await conn.execute(f"SET LOCAL enable_sort = off; SET LOCAL hnsw.ef_search = {int(per_unit) + 1}")
+                with_clause=fw.BANK_FACTS, candidates="bank_facts o", order=", o.id"), *values)
+        await conn.execute(fw.hnsw_link_settings(per_unit))
         return await conn.fetchval(_NEAREST_STORED.format(
-            with_clause="", order="",
-            candidates="memory_units o WHERE o.bank_id = $1 AND o.fact_type <> 'observation'"), *values)
+            with_clause="", order="", candidates=fw.INDEXED_FACTS), *values)
 
 
 # The new facts ($2) linked to their best $4 candidates at least $5 alike: those the side connections
