@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 
 from engram import Memory
-from engram.store.pool import decode_text_vector
-from engram.store.semantic_links import insert_best
+from engram.store.pool import decode_text_vector, decode_vector, encode_vector
+from engram.store.semantic_links import best_candidates, insert_found
 
 TOPICS = (
     "Parcel {n} left the depot in Leeds on a Tuesday.",
@@ -87,30 +87,46 @@ async def test_bulk_links_match_the_exact_nearest_facts(isolated_dsn: str, caplo
     assert len(links) >= 0.95 * reachable
 
 
-async def test_the_merge_keeps_each_facts_best_candidates_once_and_never_itself(isolated_dsn: str) -> None:
+async def test_the_side_search_keeps_each_facts_best_of_both_kinds_never_itself(isolated_dsn: str) -> None:
     texts = ("The harbour master counted 12 boats on Monday.", "The harbour master counted 13 boats on Monday.",
-             "A bakery in Leeds sells rye bread.", "Snow delayed the train to Glasgow.")
+             "A bakery in Leeds sells rye bread.", "Snow delayed the train to Glasgow.",
+             "A bakery in York sells rye bread.")
     memory = Memory(database_url=isolated_dsn)
     try:
-        memory.retain_batch("merge", [{"content": text} for text in texts])
+        # Facts 2 and 3 play the committed ones. 0, 1 and 4 play a retain's new facts: in a bank of their
+        # own, so that the side connection does not see them in the bank, as it would not see them before
+        # their transaction commits.
+        memory.retain_batch("merge", [{"content": texts[i]} for i in (2, 3)])
+        memory.retain_batch("new", [{"content": texts[i]} for i in (0, 1, 4)])
     finally:
         memory.close()
     conn = await asyncpg.connect(isolated_dsn)
+    await conn.set_type_codec("vector", schema="public", encoder=encode_vector, decoder=decode_vector,
+                              format="binary")  # as the pool's connections have it
     try:
-        rows = await conn.fetch("SELECT id, text FROM memory_units WHERE bank_id = 'merge'")
-        f0, f1, f2, f3 = (next(row["id"] for row in rows if text.rstrip(".") in row["text"]) for text in texts)
-        twins = await conn.fetchval("SELECT 1 - (a.embedding <=> b.embedding) FROM memory_units a, memory_units b"
-                                    " WHERE a.id = $1 AND b.id = $2", f0, f1)
-        assert twins > 0.9
+        rows = await conn.fetch("SELECT id, text, embedding::text AS e FROM memory_units")
+        ids = [next(row["id"] for row in rows if text.rstrip(".") in row["text"]) for text in texts]
+        vectors = {row["id"]: decode_text_vector(row["e"]) for row in rows}
+        new = [ids[0], ids[1], ids[4]]
+        encoded = [encode_vector(vectors[i]) for i in new]
         async with conn.transaction():
-            await conn.execute("DELETE FROM memory_links WHERE bank_id = 'merge'")
-            # What side connections would have found for f0 (position 1) and f1 (2), made up: f0's
-            # twin f1 with a low score (the batch's own search finds it higher), f1 itself.
-            stored = [f"1 {f2} 0.99,1 {f3} 0.75,1 {f1} 0.2,2 {f1} 1", f"2 {f0} 0.5"]
-            await insert_best(conn, "merge", [f0, f1], stored, min_similarity=0.7, per_unit=2)
-            links = await conn.fetch("SELECT from_unit, to_unit, weight FROM memory_links WHERE bank_id = 'merge'")
+            await conn.execute("DELETE FROM memory_links")
+            found = [await best_candidates(conn, "merge", new, encoded, first, 2,
+                                           exact=True, min_similarity=-1.0, per_unit=2) for first in (0, 2)]
+            await insert_found(conn, "merge", new, found)
+            links = await conn.fetch("SELECT from_unit, to_unit, weight FROM memory_links")
     finally:
         await conn.close()
-    found = {(row["from_unit"], row["to_unit"]): row["weight"] for row in links}
-    expected = {(f0, f2): 0.99, (f0, f1): twins, (f1, f0): twins}
-    assert found == pytest.approx(expected, abs=1e-6), "the best two of both kinds, each once, never itself"
+    vectors = {i: v.astype(np.float64) for i, v in vectors.items()}
+
+    def similarity(a: object, b: object) -> float:
+        return float(vectors[a] @ vectors[b] / np.linalg.norm(vectors[a]) / np.linalg.norm(vectors[b]))
+
+    expected = {}
+    for fact in new:
+        candidates = sorted(((similarity(fact, other), other) for other in ids if other != fact), reverse=True)
+        expected.update({(fact, other): score for score, other in candidates[:2]})
+    assert (ids[0], ids[1]) in expected and (ids[1], ids[0]) in expected, "twins: each other's best"
+    assert (ids[4], ids[2]) in expected, "a new fact's best among the committed ones"
+    found_links = {(row["from_unit"], row["to_unit"]): row["weight"] for row in links}
+    assert found_links == pytest.approx(expected, abs=1e-5), "each fact's best two of both kinds, never itself"

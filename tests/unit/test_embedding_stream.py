@@ -83,6 +83,7 @@ async def test_the_writer_gets_each_batch_as_soon_as_it_is_embedded_at_most_max_
     gate = Gate()
     stream = EmbeddingStream(gate)
     stream.add(list(range(MAX_BATCH + 5)))
+    stream.close()
     batches = stream.embedded()
     gate.allow()
     first = await asyncio.wait_for(anext(batches), 5)
@@ -98,6 +99,7 @@ async def test_a_failure_is_raised_by_embedded_after_the_batches_before_it() -> 
     gate = Gate(fail_on=MAX_BATCH)
     stream = EmbeddingStream(gate)
     stream.add(list(range(MAX_BATCH + 1)))
+    stream.close()
     gate.allow()
     gate.allow()
     received = []
@@ -105,3 +107,21 @@ async def test_a_failure_is_raised_by_embedded_after_the_batches_before_it() -> 
         async for batch in stream.embedded():
             received.append(batch)
     assert received == [list(range(MAX_BATCH))]
+
+
+async def test_the_writer_takes_facts_added_after_it_started_until_the_stream_is_closed() -> None:
+    gate = Gate()
+    stream = EmbeddingStream(gate)
+    stream.add([1, 2])
+    batches = stream.embedded()
+    gate.allow()
+    assert await asyncio.wait_for(anext(batches), 5) == [1, 2]
+    stream.add([3])  # still open: the writer waits for more instead of ending
+    gate.allow()
+    assert await asyncio.wait_for(anext(batches), 5) == [3]
+    waiting = asyncio.ensure_future(anext(batches))
+    await asyncio.sleep(0.05)
+    assert not waiting.done(), "an open stream does not end when its facts so far are embedded"
+    stream.close()
+    with pytest.raises(StopAsyncIteration):
+        await asyncio.wait_for(waiting, 5)

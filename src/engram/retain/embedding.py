@@ -7,7 +7,8 @@ embeds each chunk's facts as soon as its extraction is done, in batches of whate
 meanwhile, so the model runs beside the extraction of the next chunks; the writer waits for it only
 when it needs the vectors (after the document's own rows are written), and then takes the facts batch
 by batch as their vectors come in (`embedded()`), so PostgreSQL stores the first ones while the model
-embeds the last."""
+embeds the last. Whoever adds the facts closes the stream (`close`) when no more will come; a writer can
+take the first facts before then (an offline retain of new documents starts writing while it extracts)."""
 
 from __future__ import annotations
 
@@ -68,9 +69,10 @@ MAX_BATCH = 32
 
 class EmbeddingStream:
     """Facts handed over with `add` are embedded in the background, in the order given, each batch
-    being what was added while the previous one ran (at most MAX_BATCH). `embedded()` hands each
-    batch over once its vectors are in; `finish()` waits for the last of them. Both raise what
-    embedding raised; `cancel()` stops it (a retain that failed before its write)."""
+    being what was added while the previous one ran (at most MAX_BATCH). `close()` says no more will
+    come. `embedded()` hands each batch over once its vectors are in, until the stream is closed and
+    all are; `finish()` closes it and waits for the last of them. Both raise what embedding raised;
+    `cancel()` stops it (a retain that failed before its write)."""
 
     def __init__(self, embed: Callable[[list[Any]], Any] = embed_units) -> None:
         self._embed = embed
@@ -103,15 +105,17 @@ class EmbeddingStream:
         finally:
             self._progressed.set()
 
-    async def finish(self) -> None:
+    def close(self) -> None:
+        """No more facts will be added: the stream ends once those added are embedded."""
         self._closed = True
         self._arrived.set()
+
+    async def finish(self) -> None:
+        self.close()
         await self._task
 
     async def embedded(self) -> AsyncIterator[list[Any]]:
-        """Closes the stream, then yields the facts whose vectors are in, batch by batch, until all are."""
-        self._closed = True
-        self._arrived.set()
+        """The facts whose vectors are in, batch by batch, until the stream is closed and all are."""
         while True:
             if self._ready:
                 batch, self._ready = self._ready, []

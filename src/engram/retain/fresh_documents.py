@@ -42,11 +42,12 @@ async def lock_documents(conn: Any, bank_id: str, document_ids: list[str]) -> No
 
 
 async def write_fresh_documents(
-    conn: Any, bank_id: str, plans: list[DocumentPlan], facts_added: dict[str, int], store_text: bool,
-    retain_params: dict[str, dict[str, Any]],
+    conn: Any, bank_id: str, plans: list[DocumentPlan], store_text: bool, retain_params: dict[str, dict[str, Any]],
 ) -> bool:
-    """The documents' rows, history events and chunks; False (nothing written) when one holds leftovers
-    and the caller should write them one by one. Raises Conflict when one gained chunks meanwhile."""
+    """The documents' rows and chunks; False (nothing written) when one holds leftovers and the caller
+    should write them one by one. Raises Conflict when one gained chunks meanwhile. Their history
+    events come once their facts are counted (`record_fresh_events`): this runs before they are all
+    extracted."""
     ids = [plan.document_id for plan in plans]
     await lock_documents(conn, bank_id, ids)
     state = await conn.fetch(
@@ -65,14 +66,6 @@ async def write_fresh_documents(
     if any(row["has_leftovers"] for row in state):
         return False
     await fw.upsert_documents(conn, bank_id, _document_rows(plans, store_text, retain_params))
-    await conn.execute(
-        """
-        INSERT INTO document_events (bank_id, document_id, kind, operation_id, facts_added)
-        SELECT $1, u.d, u.k, u.o, u.n FROM unnest($2::text[], $3::text[], $4::uuid[], $5::int[]) AS u(d, k, o, n)
-        """,
-        bank_id, ids, [plan.items[0].history_kind for plan in plans], [plan.items[0].operation_id for plan in plans],
-        [facts_added.get(plan.document_id, 0) for plan in plans],
-    )
     chunks = [(c.chunk_id, plan.document_id, c.index, c.text, c.content_hash) for plan in plans for c in plan.chunks]
     if chunks:
         await conn.execute(
@@ -84,6 +77,19 @@ async def write_fresh_documents(
             bank_id, *(list(column) for column in zip(*chunks, strict=True)),
         )
     return True
+
+
+async def record_fresh_events(conn: Any, bank_id: str, plans: list[DocumentPlan], facts_added: dict[str, int]) -> None:
+    """The history event of each document `write_fresh_documents` wrote, with the facts it added."""
+    plans = sorted(plans, key=lambda p: p.document_id)
+    await conn.execute(
+        """
+        INSERT INTO document_events (bank_id, document_id, kind, operation_id, facts_added)
+        SELECT $1, u.d, u.k, u.o, u.n FROM unnest($2::text[], $3::text[], $4::uuid[], $5::int[]) AS u(d, k, o, n)
+        """,
+        bank_id, [plan.document_id for plan in plans], [plan.items[0].history_kind for plan in plans],
+        [plan.items[0].operation_id for plan in plans], [facts_added.get(plan.document_id, 0) for plan in plans],
+    )
 
 
 def _document_rows(plans: list[DocumentPlan], store_text: bool,

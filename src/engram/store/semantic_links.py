@@ -6,15 +6,18 @@ connection, after the facts, entities and temporal links, while the server waite
 it was ~0.9 ms of a bulk item's ~3.6 ms of PostgreSQL time, on one core of two. Here a bulk retain
 splits it:
 
-- the new facts' nearest facts among those already committed are searched on up to two other
-  connections of the pool, while the transaction stores the entities and temporal links;
-- then one statement of the transaction adds their nearest among each other (an exact search of the
-  batch, which only the transaction sees), keeps each fact's best `per_unit` of both and inserts them.
+- up to two other connections of the pool choose each new fact's best `per_unit` targets, while the
+  transaction stores the entities and temporal links: among the facts already committed (read from
+  the table) and among the retain's other new facts (sent with the query as vectors: only the
+  transaction sees them in the table);
+- then one statement of the transaction inserts them, but for targets deleted meanwhile.
 
 The candidates travel as one text value per side connection, so the ~45 links a fact never become
 Python objects (a first version that merged them in Python cost 0.4-0.8 ms more server CPU a fact),
 and the batch's own similarities are not computed with numpy: its multithreaded BLAS spins its threads
-after each product, ~100 ms of CPU a bulk call.
+after each product, ~100 ms of CPU a bulk call. Choosing the best of both kinds on the side
+connections, not in the transaction's statement, took ~0.1 s of 500 items' ~0.4 s off the
+transaction at 100,000 facts (session 16).
 
 The links are the ones the transaction's own search finds (it sees the committed facts and its
 own), up to the approximation of the HNSW index. When the pool has no connection to spare at once,
@@ -43,20 +46,28 @@ log = logging.getLogger("engram.store")
 SIDE_CONNECTIONS = 2
 SIDE_ACQUIRE_TIMEOUT_S = 0.05
 
-# Each vector ($2, numbered from $5 + 1) with its `per_unit` ($4) nearest committed facts of bank $1 at
-# least $3 alike, as one text value: 'position id similarity,...'. `{candidates}`: the bank's facts,
-# read once (exact) or through the HNSW index.
-_NEAREST_STORED = """
-    {with_clause}
+# Each vector ($2, numbered from $5 + 1) with its best $4 candidates at least $3 alike, as one text value
+# 'position id similarity,...': the committed facts of bank $1 (`{candidates}`: read once, exactly, or
+# through the HNSW index) and the retain's other new facts (all of them: ids $6, vectors $7, which
+# this connection cannot read from the table). Ties go to the smaller id.
+_BEST_CANDIDATES = """
+    {with_clause} batch AS MATERIALIZED (SELECT * FROM unnest($6::uuid[], $7::vector[]) AS b(id, vec))
     SELECT coalesce(string_agg(concat_ws(' ', $5 + q.i, near.id, near.similarity), ','), '')
     FROM unnest($2::vector[]) WITH ORDINALITY AS q(vec, i)
     CROSS JOIN LATERAL (
-        SELECT o.id, 1 - (o.embedding <=> q.vec) AS similarity
-        FROM {candidates}
-        ORDER BY o.embedding <=> q.vec{order}
+        SELECT c.id, c.similarity
+        FROM (
+            (SELECT o.id, 1 - (o.embedding <=> q.vec) AS similarity
+             FROM {candidates}
+             ORDER BY o.embedding <=> q.vec{order}
+             LIMIT $4)
+            UNION ALL
+            SELECT b.id, 1 - (b.vec <=> q.vec) FROM batch b WHERE b.id <> ($6::uuid[])[$5 + q.i]
+        ) c
+        WHERE c.similarity >= $3
+        ORDER BY c.similarity DESC, c.id
         LIMIT $4
     ) near
-    WHERE near.similarity >= $3
 """
 
 
@@ -77,8 +88,8 @@ async def link_bulk(
         encoded = [encode_vector(v) for v in vectors]
         share = -(-len(ids) // len(sides))  # each side connection's consecutive run of the facts
         search = asyncio.ensure_future(asyncio.gather(*(
-            nearest_stored(side, bank_id, encoded[first:first + share], first,
-                           exact=exact, min_similarity=min_similarity, per_unit=per_unit)
+            best_candidates(side, bank_id, ids, encoded, first, share,
+                            exact=exact, min_similarity=min_similarity, per_unit=per_unit)
             for side, first in zip(sides, range(0, len(ids), share), strict=False)
         )))
         try:
@@ -93,7 +104,7 @@ async def link_bulk(
         for side in sides:
             await pool.release(side)
     log.debug("semantic links of %d facts searched beside the transaction on %d connections", len(ids), len(sides))
-    await insert_best(conn, bank_id, ids, stored, min_similarity=min_similarity, per_unit=per_unit)
+    await insert_found(conn, bank_id, ids, stored)
 
 
 async def _acquire_sides(pool: asyncpg.Pool | None, wanted: int) -> list[asyncpg.Connection]:
@@ -109,62 +120,44 @@ async def _acquire_sides(pool: asyncpg.Pool | None, wanted: int) -> list[asyncpg
     return sides
 
 
-async def nearest_stored(
-    conn: asyncpg.Connection, bank_id: str, vectors: list[bytes], first: int, *, exact: bool,
-    min_similarity: float, per_unit: int,
+async def best_candidates(
+    conn: asyncpg.Connection, bank_id: str, ids: list[uuid.UUID], vectors: list[bytes], first: int, count: int, *,
+    exact: bool, min_similarity: float, per_unit: int,
 ) -> str:
-    """Each vector's `per_unit` nearest committed facts of the bank at least `min_similarity` alike, as
-    'position id similarity' entries joined by commas (positions from `first` + 1); exactly, or
-    through the HNSW index as `facts_write.insert_semantic_links` searches it."""
-    if not vectors:
+    """The best `per_unit` link targets at least `min_similarity` alike of the new facts `ids[first:first +
+    count]`, among the committed facts of the bank and all the new facts (`ids`, their `vectors`), as
+    'position id similarity' entries joined by commas (positions in `ids`, from 1); the committed
+    facts searched exactly, or through the HNSW index as `facts_write.insert_semantic_links` searches."""
+    mine = vectors[first:first + count]
+    if not mine:
         return ""
-    values = (bank_id, vectors, min_similarity, per_unit, first)
+    values = (bank_id, mine, min_similarity, per_unit, first, ids, vectors)
     async with conn.transaction(readonly=True):
         if exact:
-            return await conn.fetchval(_NEAREST_STORED.format(
-                with_clause=fw.BANK_FACTS, candidates="bank_facts o", order=", o.id"), *values)
+            return await conn.fetchval(_BEST_CANDIDATES.format(
+                with_clause=fw.BANK_FACTS + ",", candidates="bank_facts o", order=", o.id"), *values)
         await conn.execute(fw.hnsw_link_settings(per_unit))
-        return await conn.fetchval(_NEAREST_STORED.format(
-            with_clause="", order="", candidates=fw.INDEXED_FACTS), *values)
+        return await conn.fetchval(_BEST_CANDIDATES.format(
+            with_clause="WITH", order="", candidates=fw.INDEXED_FACTS), *values)
 
 
-# The new facts ($2) linked to their best $4 candidates at least $5 alike: those the side connections
-# found among the committed facts ($3: their text values) and those among each other, read here, where
-# the transaction sees them. Never a fact to itself; a candidate found both ways once; nor one deleted
-# since it was found (by another transaction that has committed since), which would fail the retain
-# on the foreign key. Inserted in (from, to) order, the order of memory_links' primary key.
-_INSERT_BEST = """
-    WITH batch AS MATERIALIZED (SELECT id, embedding FROM memory_units WHERE id = ANY($2::uuid[]))
+# The new facts' ($2) links the side connections chose ($3: their text values), but for a target
+# deleted since (by another transaction that has committed since), which would fail the retain on the
+# foreign key. Inserted in (from, to) order, the order of memory_links' primary key.
+_INSERT_FOUND = """
     INSERT INTO memory_links (from_unit, to_unit, bank_id, link_type, weight)
-    SELECT f, t, $1, 'semantic', w
+    SELECT found.f, found.t, $1, 'semantic', found.w
     FROM (
-        SELECT f, t, w, row_number() OVER (PARTITION BY f ORDER BY w DESC, t) AS rank
-        FROM (
-            SELECT f, t, max(w) AS w
-            FROM (
-                SELECT ($2::uuid[])[split_part(e, ' ', 1)::int] AS f, split_part(e, ' ', 2)::uuid AS t,
-                       split_part(e, ' ', 3)::float8 AS w
-                FROM unnest($3::text[]) AS found(text), unnest(string_to_array(found.text, ',')) AS e
-                UNION ALL
-                SELECT pairs.f, pairs.t, pairs.w
-                FROM (SELECT n.id AS f, o.id AS t, 1 - (o.embedding <=> n.embedding) AS w
-                      FROM batch n CROSS JOIN batch o) pairs
-                WHERE pairs.w >= $5
-            ) candidates
-            WHERE f <> t
-            GROUP BY f, t
-        ) distinct_candidates
-    ) ranked
-    WHERE rank <= $4 AND EXISTS (SELECT 1 FROM memory_units m WHERE m.id = ranked.t)
-    ORDER BY f, t
+        SELECT ($2::uuid[])[split_part(e, ' ', 1)::int] AS f, split_part(e, ' ', 2)::uuid AS t,
+               split_part(e, ' ', 3)::float8 AS w
+        FROM unnest($3::text[]) AS side(text), unnest(string_to_array(side.text, ',')) AS e
+    ) found
+    WHERE EXISTS (SELECT 1 FROM memory_units m WHERE m.id = found.t)
+    ORDER BY found.f, found.t
     ON CONFLICT DO NOTHING
 """
 
 
-async def insert_best(
-    conn: asyncpg.Connection, bank_id: str, ids: list[uuid.UUID], stored: list[str], *, min_similarity: float,
-    per_unit: int,
-) -> None:
-    """Insert each new fact's best `per_unit` links: of the committed facts `nearest_stored` found (its
-    text values) and of the batch's other facts."""
-    await conn.execute(_INSERT_BEST, bank_id, ids, [text for text in stored if text], per_unit, min_similarity)
+async def insert_found(conn: asyncpg.Connection, bank_id: str, ids: list[uuid.UUID], found: list[str]) -> None:
+    """Insert the links `best_candidates` found for the new facts `ids` (its text values)."""
+    await conn.execute(_INSERT_FOUND, bank_id, ids, [text for text in found if text])
