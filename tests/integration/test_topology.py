@@ -7,7 +7,7 @@ none, and what the killed worker held when it died was finished by the other aft
 
 from __future__ import annotations
 
-import asyncio
+import functools
 import json
 import os
 import re
@@ -18,16 +18,16 @@ import threading
 import time
 import uuid
 from collections import Counter
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import asyncpg
 from hindsight_client import Hindsight
 
 from tests.conftest import ARTIFACTS, RunningServer, free_port, start_server
-from tests.support.database import query
+from tests.support.database import kept_connection, query
 from tests.support.standalone_postgres import standalone_postgres
 from tests.support.waiting import wait_for
 
@@ -158,58 +158,36 @@ HELD = r"""
 """
 
 
-class Claims:
-    """Reads a worker's claims (`HELD`) on one open connection: one query of about a millisecond, so
-    the worker frozen while it runs is hardly slowed (a new connection for each look kept it frozen
-    most of the time on a busy machine, and the other worker took the rest of the load)."""
-
-    def __init__(self, dsn: str) -> None:
-        self._loop = asyncio.new_event_loop()
-        self._thread = threading.Thread(target=self._loop.run_forever, name="claims", daemon=True)
-        self._thread.start()
-        self._conn = self._run(asyncpg.connect(dsn))
-
-    def _run(self, coroutine: Any) -> Any:
-        return asyncio.run_coroutine_threadsafe(coroutine, self._loop).result(timeout=30)
-
-    def held(self, worker: WorkerProcess) -> dict[str, bool]:
-        return {row["id"]: row["stored"] for row in self._run(self._conn.fetch(HELD, worker.worker_id))}
-
-    def close(self) -> None:
-        self._run(self._conn.close())
-        self._loop.call_soon_threadsafe(self._loop.stop)
-        self._thread.join(timeout=5)
+def held_operations(fetch: Callable[..., list[asyncpg.Record]], worker: WorkerProcess) -> dict[str, bool]:
+    """`HELD` for the worker, through `fetch` (a kept connection's, or `query` bound to a dsn)."""
+    return {row["id"]: row["stored"] for row in fetch(HELD, worker.worker_id)}
 
 
 def kill_while_holding(worker: WorkerProcess, dsn: str, wait_for_stored: float = 3) -> dict[str, bool]:
-    """SIGKILL the worker while it holds operations; return those it held (as `Claims.held`).
+    """SIGKILL the worker while it holds operations; return those it held (as `held_operations`).
 
     It is frozen (SIGSTOP) while its claims are read, so that it is killed holding something; for up
     to `wait_for_stored` seconds only while holding one whose facts are stored, the hardest case (its
     re-run must not store them again). What it held is read again once PostgreSQL has closed its
     sessions: a commit it had sent before it froze may still have gone through."""
     pid, start = worker.process.pid, time.monotonic()
-    claims = Claims(dsn)
-    try:
+    # One kept connection: a look is one query of about a millisecond, so the worker frozen for it is
+    # hardly slowed (with a new connection for each look it was frozen most of the time on a busy
+    # machine, and the other worker took the rest of the load).
+    with kept_connection(dsn) as connection:
         while True:
             os.kill(pid, signal.SIGSTOP)
-            held = claims.held(worker)
+            held = held_operations(connection.fetch, worker)
             if any(held.values()) or (held and time.monotonic() > start + wait_for_stored):
                 break
             os.kill(pid, signal.SIGCONT)
             assert time.monotonic() < start + 30, "the worker never held an operation while the load ran"
             time.sleep(0.01)
-    finally:
-        claims.close()
     os.kill(pid, signal.SIGKILL)
     worker.process.wait(timeout=30)
     wait_for(lambda: not query(dsn, "SELECT 1 FROM pg_stat_activity WHERE application_name = $1", worker.name),
              "the killed worker's database sessions to end")
-    claims = Claims(dsn)
-    try:
-        held = claims.held(worker)
-    finally:
-        claims.close()
+    held = held_operations(functools.partial(query, dsn), worker)
     assert held, "the killed worker held an operation"
     return held
 

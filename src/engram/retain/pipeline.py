@@ -382,14 +382,15 @@ async def retain_items(
 
         await _write(services, bank_id, plans, extraction, bool(config.get("store_document_text", True)), embedded,
                      frozenset(group.key.lower() for group in groups))
-        pending, usage = extraction.result().pending, extraction.result().usage  # awaited by the write
+        extracted_facts = extraction.result()  # the write awaited it
+        pending, usage = extracted_facts.pending, extracted_facts.usage
     finally:
         if not extraction.done():  # the write failed first
             extraction.cancel()
             with contextlib.suppress(BaseException):
                 await extraction
         elif not extraction.cancelled():
-            extraction.exception()  # seen: when the write failed before it waited for it, its own error is raised
+            extraction.exception()  # marked retrieved: when the write failed first, its error is the one raised
         await stream.cancel()
     log.info("retained %d items into %s: %d facts", len(items), bank_id, len(pending))
     if len(pending) >= BULK_RETAIN_FACTS:
