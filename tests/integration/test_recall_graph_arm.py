@@ -103,3 +103,53 @@ async def test_the_graph_arm_adds_the_weight_of_hub_entities_it_does_not_walk(
     assert not any("crate" in text for text in ranked), "a fact reached only through the hub is below the floor"
     acme_facts = [text for text in ranked if "Acme" in text]
     assert len(acme_facts) == 2 and ranked[:2] == acme_facts, "sharing the hub lifts a fact above those that do not"
+
+
+async def test_the_graph_arm_in_two_halves_on_two_connections_ranks_as_the_whole(
+    http: httpx.Client, bank_id: str, pg_dsn: str
+) -> None:
+    """The recall runs the arm's seeds in two halves at once (`_graph_in_halves`); each fact keeps the
+    best score of either half, so the ranking is the whole arm's, and the rule's."""
+    retain(http, bank_id, [f"Acme shipped crate number {n} to the harbour." for n in range(HUB_FACTS)])
+    retain(http, bank_id, [
+        "Lena Brandt joined Acme as a chemist.",
+        "Lena Brandt climbed a volcano in Chile.",
+        "Lena Brandt sings in a choir.",
+        "Lena Brandt adopted a grey parrot.",
+        "Omar Haddad repaired the Acme boiler in winter.",
+        "Omar Haddad teaches judo in Lisbon.",
+        "Omar Haddad grows tomatoes on his balcony.",
+        "Omar Haddad collects old maps.",
+        "Lena Brandt and Omar Haddad hiked across Chile together.",
+        "Omar Haddad and Lena Brandt opened a bakery in Lisbon.",
+        "Tax records list Lena Brandt under code 7741.",
+        "Omar Haddad paid a parking fine in Porto.",
+    ])
+    from engram.recall.pipeline import _graph_in_halves
+
+    pool = await asyncpg.create_pool(pg_dsn, min_size=2, max_size=2)
+    try:
+        async with pool.acquire() as conn:
+            texts = {row["id"]: row["text"] for row in await conn.fetch(
+                "SELECT id, text FROM memory_units WHERE bank_id = $1", bank_id)}
+            def fact(word: str) -> uuid.UUID:
+                return next(unit for unit, text in texts.items() if word in text)
+
+            seeds = [(fact("boiler"), 0.8), (fact("volcano"), 0.7), (fact("judo"), 0.6), (fact("chemist"), 0.5)]
+            expected, _, _ = await expected_graph_scores(conn, bank_id, seeds)
+            scope = UnitFilter(bank_id, TYPES)
+            whole = await arms.graph(conn, scope, seeds, 300)
+            parts = [dict(await arms.graph(conn, scope, seeds, 300, spread_from=seeds[first::2])) for first in (0, 1)]
+            halves = await _graph_in_halves(pool, conn, scope, seeds, 300)
+    finally:
+        await pool.close()
+
+    both = parts[0].keys() & parts[1].keys()
+    assert any(parts[0][u] > parts[1][u] for u in both) and any(parts[1][u] > parts[0][u] for u in both), \
+        "the story has facts that each half reaches, some scored best by the first half and some by the second"
+    assert parts[0].keys() - parts[1].keys() and parts[1].keys() - parts[0].keys(), "and facts only one half reaches"
+    assert halves == whole
+    assert {unit for unit, _ in halves} == set(expected)
+    for unit, score in halves:
+        assert math.isclose(score, expected[unit], abs_tol=1e-6), (texts[unit], score, expected[unit])
+    assert [score for _, score in halves] == sorted((score for _, score in halves), reverse=True)

@@ -83,12 +83,12 @@ async def run_arms(
     size = await facts_in_scope(pool, scope)
 
     async def semantic_then_graph() -> tuple[arms.Ranked, arms.Ranked]:
-        async with pool.acquire() as conn:  # one connection for both: the graph waits for the seeds anyway
+        async with pool.acquire() as conn:  # the graph's first half runs here: it waits for the seeds anyway
             query = await vector()
             semantic = await _timed("semantic", timings, arms.semantic(conn, scope, query, limit, min_semantic, size))
             if not config.get("enable_graph_retrieval", True):
                 return semantic, []
-            graph = await _timed("graph", timings, arms.graph(conn, scope, semantic, limit))
+            graph = await _timed("graph", timings, _graph_in_halves(pool, conn, scope, semantic, limit))
         return semantic, graph
 
     tasks: dict[str, Any] = {"semantic+graph": semantic_then_graph()}
@@ -107,6 +107,25 @@ async def run_arms(
     if graph:
         ranked["graph"] = graph
     return ranked
+
+
+async def _graph_in_halves(
+    pool: Any, conn: Any, scope: UnitFilter, semantic: arms.Ranked, limit: int
+) -> arms.Ranked:
+    """The graph arm, its seeds split in two halves spread on two connections at once. It is the
+    longest step of a recall and nothing else runs beside it (the keyword and temporal arms end while
+    the semantic arm runs), so the second core would otherwise idle through it."""
+    seeds = arms.graph_seeds(semantic)
+    if len(seeds) < 2:
+        return await arms.graph(conn, scope, semantic, limit)
+    halves = seeds[0::2], seeds[1::2]  # alternating, so each half gets strong and weak seeds alike
+
+    async def second_half() -> arms.Ranked:
+        async with pool.acquire() as other:
+            return await arms.graph(other, scope, semantic, limit, spread_from=halves[1])
+
+    parts = await asyncio.gather(arms.graph(conn, scope, semantic, limit, spread_from=halves[0]), second_half())
+    return arms.best_of_parts(list(parts), limit)
 
 
 async def recall(services: Services, bank_id: str, request: RecallRequest) -> RecallResponse:
