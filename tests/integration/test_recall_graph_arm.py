@@ -5,6 +5,7 @@ linked to a seed gets the seed's similarity × the link's weight; the best of th
 
 from __future__ import annotations
 
+import asyncio
 import math
 import uuid
 from collections import defaultdict
@@ -141,6 +142,11 @@ async def test_the_graph_arm_in_two_halves_on_two_connections_ranks_as_the_whole
             whole = await arms.graph(conn, scope, seeds, 300)
             parts = [dict(await arms.graph(conn, scope, seeds, 300, spread_from=seeds[first::2])) for first in (0, 1)]
             halves = await _graph_in_halves(pool, conn, scope, seeds, 300)
+        # With no connection to spare (this pool's two are both taken) the arm runs whole on the one it
+        # has, at once: waiting for another while holding it, recalls could wait on each other for ever.
+        async with pool.acquire() as conn, pool.acquire() as taken:
+            alone = await asyncio.wait_for(_graph_in_halves(pool, conn, scope, seeds, 300), timeout=5)
+            assert taken is not conn
     finally:
         await pool.close()
 
@@ -149,6 +155,7 @@ async def test_the_graph_arm_in_two_halves_on_two_connections_ranks_as_the_whole
         "the story has facts that each half reaches, some scored best by the first half and some by the second"
     assert parts[0].keys() - parts[1].keys() and parts[1].keys() - parts[0].keys(), "and facts only one half reaches"
     assert halves == whole
+    assert alone == whole
     assert {unit for unit, _ in halves} == set(expected)
     for unit, score in halves:
         assert math.isclose(score, expected[unit], abs_tol=1e-6), (texts[unit], score, expected[unit])

@@ -32,6 +32,9 @@ if TYPE_CHECKING:
     from engram.services import Services
 
 ALL_TYPES = ["world", "experience", "observation"]
+# How long the graph arm waits for its second connection (a new one takes a few milliseconds to open)
+# before it runs whole on the one it has.
+GRAPH_HALF_ACQUIRE_TIMEOUT_S = 0.05
 
 
 def _window(request: RecallRequest, now: datetime, enabled: bool) -> tuple[datetime, datetime] | None:
@@ -118,14 +121,22 @@ async def _graph_in_halves(
     seeds = arms.graph_seeds(semantic)
     if len(seeds) < 2:
         return await arms.graph(conn, scope, semantic, limit)
-    halves = seeds[0::2], seeds[1::2]  # alternating, so each half gets strong and weak seeds alike
-
-    async def second_half() -> arms.Ranked:
-        async with pool.acquire() as other:
-            return await arms.graph(other, scope, semantic, limit, spread_from=halves[1])
-
-    parts = await asyncio.gather(arms.graph(conn, scope, semantic, limit, spread_from=halves[0]), second_half())
-    return arms.best_of_parts(list(parts), limit)
+    try:  # never waiting long while holding `conn`: recalls that all did would wait on each other for ever
+        other = await pool.acquire(timeout=GRAPH_HALF_ACQUIRE_TIMEOUT_S)
+    except TimeoutError:  # the pool is exhausted: the whole arm on the one connection
+        return await arms.graph(conn, scope, semantic, limit)
+    try:
+        halves = seeds[0::2], seeds[1::2]  # alternating, so each half gets strong and weak seeds alike
+        # Both halves end before either connection is given back, even when one fails.
+        parts = await asyncio.gather(arms.graph(conn, scope, semantic, limit, spread_from=halves[0]),
+                                     arms.graph(other, scope, semantic, limit, spread_from=halves[1]),
+                                     return_exceptions=True)
+    finally:
+        await pool.release(other)
+    for part in parts:
+        if isinstance(part, BaseException):
+            raise part
+    return arms.best_of_parts([part for part in parts if not isinstance(part, BaseException)], limit)
 
 
 async def recall(services: Services, bank_id: str, request: RecallRequest) -> RecallResponse:
