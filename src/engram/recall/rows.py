@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import uuid
 from datetime import datetime
 from typing import Any
@@ -58,6 +59,14 @@ def iso(value: datetime | None) -> str | None:
 _DATES = ("occurred_start", "occurred_end", "mentioned_at")
 
 
+@functools.lru_cache(maxsize=4096)
+def _stored_iso(value: datetime) -> str:
+    """A stored timestamp's ISO form. Cached: a recall formats one to three for each of ~300 results,
+    and the facts of one retain share theirs (~50 distinct values in 10,000 results of a bulk-loaded
+    bank). asyncpg reads every timestamptz as UTC, so equal values always print alike."""
+    return value.isoformat()
+
+
 def result_payload(
     row: asyncpg.Record, scores: dict[str, float] | None = None, names: list[str] | None = None
 ) -> dict[str, Any]:
@@ -75,7 +84,7 @@ def result_payload(
         result["context"] = row["context"]
     for column in _DATES:
         if (value := row[column]) is not None:
-            result[column] = value.isoformat()
+            result[column] = _stored_iso(value)
     if row["document_id"] is not None:
         result["document_id"] = row["document_id"]
     if metadata := row["metadata"]:
