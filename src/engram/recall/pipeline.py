@@ -29,6 +29,8 @@ from engram.store.instants import OutOfCalendar, clamp, in_utc
 from engram.types import RecallRequest, RecallResponse
 
 if TYPE_CHECKING:
+    import asyncpg
+
     from engram.services import Services
 
 ALL_TYPES = ["world", "experience", "observation"]
@@ -113,7 +115,7 @@ async def run_arms(
 
 
 async def _graph_in_halves(
-    pool: Any, conn: Any, scope: UnitFilter, semantic: arms.Ranked, limit: int
+    pool: asyncpg.Pool, conn: asyncpg.Connection, scope: UnitFilter, semantic: arms.Ranked, limit: int
 ) -> arms.Ranked:
     """The graph arm, its seeds split in two halves spread on two connections at once. It is the
     longest step of a recall and nothing else runs beside it (the keyword and temporal arms end while
@@ -133,10 +135,10 @@ async def _graph_in_halves(
                                      return_exceptions=True)
     finally:
         await pool.release(other)
-    for part in parts:
-        if isinstance(part, BaseException):
-            raise part
-    return arms.best_of_parts([part for part in parts if not isinstance(part, BaseException)], limit)
+    failed = [part for part in parts if isinstance(part, BaseException)]
+    if failed:
+        raise failed[0]
+    return arms.best_of_parts(list(parts), limit)
 
 
 async def recall(services: Services, bank_id: str, request: RecallRequest) -> RecallResponse:
