@@ -34,8 +34,8 @@ if TYPE_CHECKING:
     from engram.services import Services
 
 ALL_TYPES = ["world", "experience", "observation"]
-# How long the graph arm waits for its second connection (a new one takes a few milliseconds to open)
-# before it runs whole on the one it has.
+# How long the graph arm waits for its second connection, once the pool showed one idle, before it runs
+# whole on the one it has.
 GRAPH_HALF_ACQUIRE_TIMEOUT_S = 0.05
 
 
@@ -123,9 +123,14 @@ async def _graph_in_halves(
     seeds = arms.graph_seeds(semantic)
     if len(seeds) < 2:
         return await arms.graph(conn, scope, semantic, limit)
-    try:  # never waiting long while holding `conn`: recalls that all did would wait on each other for ever
+    # Never waiting long for a second connection while holding `conn`: recalls that all did would wait
+    # on each other for ever, and under load each would add the wait to its time. With none idle, or none
+    # handed over soon, the whole arm runs on the one connection.
+    if pool.get_idle_size() == 0:
+        return await arms.graph(conn, scope, semantic, limit)
+    try:
         other = await pool.acquire(timeout=GRAPH_HALF_ACQUIRE_TIMEOUT_S)
-    except TimeoutError:  # the pool is exhausted: the whole arm on the one connection
+    except TimeoutError:
         return await arms.graph(conn, scope, semantic, limit)
     try:
         halves = seeds[0::2], seeds[1::2]  # alternating, so each half gets strong and weak seeds alike
