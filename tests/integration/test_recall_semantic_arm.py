@@ -51,21 +51,15 @@ async def test_exact_and_indexed_searches_rank_the_scope_alike(
         indexed = await arms.semantic(conn, scope, query, TOP, 0.0, arms.EXACT_SEARCH_MAX_FACTS + 1)
         monkeypatch.setattr(arms, "EXACT_SEARCH_MAX_FACTS", size - 1)
         counted_indexed = await arms.semantic(conn, scope, query, TOP, 0.0)
+        best = await conn.fetchval("SELECT text FROM memory_units WHERE id = $1", exact[0][0])
     finally:
         await conn.close()
 
     assert len(exact) == TOP and size >= len(FACTS)
-    assert "cello" in await _text(pg_dsn, exact[0][0]) or "organ" in await _text(pg_dsn, exact[0][0])
+    assert "cello" in best or "organ" in best
     assert [unit for unit, _ in exact] == [unit for unit, _ in counted_exact]
     assert [unit for unit, _ in indexed] == [unit for unit, _ in exact]
     assert [unit for unit, _ in counted_indexed] == [unit for unit, _ in exact]
     for found in (counted_exact, indexed, counted_indexed):
         assert [round(score, 5) for _, score in found] == [round(score, 5) for _, score in exact]
 
-
-async def _text(pg_dsn: str, unit_id: object) -> str:
-    conn = await asyncpg.connect(pg_dsn)
-    try:
-        return await conn.fetchval("SELECT text FROM memory_units WHERE id = $1", unit_id)
-    finally:
-        await conn.close()

@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import logging
 
-import asyncpg
 import pytest
 
 from engram import Memory
+from tests.support.database import query
 from tests.support.scripted_llm import ScriptedLLM
 
 EARLY = "while their facts are extracted"
@@ -25,21 +25,13 @@ def early_writes(caplog: pytest.LogCaptureFixture) -> int:
     return sum(1 for record in caplog.records if EARLY in record.getMessage())
 
 
-async def fact_count(dsn: str, bank: str) -> int:
-    conn = await asyncpg.connect(dsn)
-    try:
-        return await conn.fetchval("SELECT count(*) FROM memory_units WHERE bank_id = $1", bank)
-    finally:
-        await conn.close()
+def fact_count(dsn: str, bank: str) -> int:
+    return query(dsn, "SELECT count(*) FROM memory_units WHERE bank_id = $1", bank)[0][0]
 
 
-async def history(dsn: str, bank: str) -> dict[str, list[tuple[str, int, int]]]:
-    conn = await asyncpg.connect(dsn)
-    try:
-        rows = await conn.fetch("SELECT document_id, kind, facts_added, facts_removed FROM document_events"
-                                " WHERE bank_id = $1 ORDER BY document_id, id", bank)
-    finally:
-        await conn.close()
+def history(dsn: str, bank: str) -> dict[str, list[tuple[str, int, int]]]:
+    rows = query(dsn, "SELECT document_id, kind, facts_added, facts_removed FROM document_events"
+                      " WHERE bank_id = $1 ORDER BY document_id, id", bank)
     events: dict[str, list[tuple[str, int, int]]] = {}
     for row in rows:
         events.setdefault(row["document_id"], []).append((row["kind"], row["facts_added"], row["facts_removed"]))
@@ -60,8 +52,8 @@ async def test_new_documents_are_written_while_extracted_and_stored_whole(
         assert early_writes(caplog) == 0
     finally:
         memory.close()
-    assert await fact_count(isolated_dsn, "early") == 120, "two facts an item"
-    events = await history(isolated_dsn, "early")
+    assert fact_count(isolated_dsn, "early") == 120, "two facts an item"
+    events = history(isolated_dsn, "early")
     assert len(events) == 60
     assert all(events[f"doc-{n}"][0] == ("retain", 2, 0) for n in range(60)), "each new document's facts counted"
     assert events["doc-0"][1][1:] == (2, 2), "the replaced document: two facts out, two in"
@@ -81,4 +73,4 @@ async def test_a_retain_with_an_llm_extracts_before_it_opens_its_transaction(
     finally:
         memory.close()
     assert early_writes(caplog) == 0
-    assert {events[0] for events in (await history(isolated_dsn, "llm")).values()} == {("retain", 1, 0)}
+    assert {events[0] for events in history(isolated_dsn, "llm").values()} == {("retain", 1, 0)}
