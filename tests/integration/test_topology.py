@@ -27,7 +27,7 @@ import asyncpg
 from hindsight_client import Hindsight
 
 from tests.conftest import ARTIFACTS, RunningServer, free_port, start_server
-from tests.support.database import kept_connection, query
+from tests.support.database import KeptConnection, kept_connection, query
 from tests.support.standalone_postgres import standalone_postgres
 from tests.support.waiting import wait_for
 
@@ -163,6 +163,22 @@ def held_operations(fetch: Callable[..., list[asyncpg.Record]], worker: WorkerPr
     return {row["id"]: row["stored"] for row in fetch(HELD, worker.worker_id)}
 
 
+# The frozen worker's sessions still running a statement it sent (a COMMIT that may end its hold).
+RUNNING_STATEMENTS = "SELECT count(*) FROM pg_stat_activity WHERE application_name = $1 AND state = 'active'"
+SETTLE_SECONDS = 0.1
+
+
+def settled_holding(connection: KeptConnection, worker: WorkerProcess, held: dict[str, bool]) -> bool:
+    """Whether the frozen worker still holds `held` once what it sent before it froze has run.
+
+    A COMMIT it wrote just before SIGSTOP may still be in its socket or running (the operation
+    completed, its hold gone: CI saw the killed worker hold nothing). After a pause, no session of
+    the worker runs a statement and it holds the same operations: nothing it sent can change that."""
+    time.sleep(SETTLE_SECONDS)
+    return (connection.fetch(RUNNING_STATEMENTS, worker.name)[0]["count"] == 0
+            and held_operations(connection.fetch, worker) == held)
+
+
 def kill_while_holding(worker: WorkerProcess, dsn: str, wait_for_stored: float = 3) -> dict[str, bool]:
     """SIGKILL the worker while it holds operations; return those it held (as `held_operations`).
 
@@ -178,7 +194,8 @@ def kill_while_holding(worker: WorkerProcess, dsn: str, wait_for_stored: float =
         while True:
             os.kill(pid, signal.SIGSTOP)
             held = held_operations(connection.fetch, worker)
-            if any(held.values()) or (held and time.monotonic() > start + wait_for_stored):
+            if (any(held.values()) or (held and time.monotonic() > start + wait_for_stored)) \
+                    and settled_holding(connection, worker, held):
                 break
             os.kill(pid, signal.SIGCONT)
             assert time.monotonic() < start + 30, "the worker never held an operation while the load ran"
