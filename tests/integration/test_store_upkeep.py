@@ -1,5 +1,5 @@
 """What the store does for recall's query plans: every pooled connection keeps the vector search
-settings, and a bulk retain leaves fresh planner statistics behind."""
+settings and compiles nothing with JIT, and a bulk retain leaves fresh planner statistics behind."""
 
 from __future__ import annotations
 
@@ -22,6 +22,19 @@ async def test_filtered_vector_searches_keep_scanning_on_every_pooled_connection
                 await conn.fetchval("SELECT '[1,2]'::vector <=> '[2,1]'::vector")
                 assert await conn.fetchval("SHOW hnsw.iterative_scan") == "relaxed_order"
                 assert await conn.fetchval("SHOW hnsw.ef_search") == "100"
+    finally:
+        await store.close()
+
+
+async def test_no_pooled_connection_compiles_statements_with_jit(isolated_dsn: str) -> None:
+    # On a PostgreSQL built with LLVM, the graph arm's statement at 100,000 memories (costed ~816,000)
+    # would be compiled with inlining and optimisation first: ~470 ms instead of 8 (store/pool.py). The
+    # embedded PostgreSQL has no JIT provider, so the session's setting is what is checked.
+    store = await open_store(Settings(database_url=isolated_dsn), min_size=1, max_size=1)
+    try:
+        for _ in range(2):
+            async with store.pool.acquire() as conn:
+                assert await conn.fetchval("SHOW jit") == "off"
     finally:
         await store.close()
 

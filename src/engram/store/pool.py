@@ -46,9 +46,15 @@ def decode_text_vector(text: str) -> np.ndarray:
     return np.array(text.strip()[1:-1].split(","), dtype=np.float32)
 
 
-# Filtered HNSW searches (one bank among many) keep scanning until enough rows pass the filter. Given
-# at connection start, they are the session's defaults for the connection's whole life.
-SESSION_SETTINGS = {"hnsw.iterative_scan": "relaxed_order", "hnsw.ef_search": "100"}
+# Given at connection start, these are the session's defaults for the connection's whole life.
+# - Filtered HNSW searches (one bank among many) keep scanning until enough rows pass the filter.
+# - No JIT compilation. A PostgreSQL built with LLVM (most packaged and managed ones; not the embedded
+#   one) compiles every statement the planner costs above 100,000, with inlining and optimisation above
+#   500,000. At 100,000 memories PostgreSQL 18 costs the graph arm's statement ~816,000 (its link
+#   lookups, which read a few rows each). Compiled that way it took ~470 ms instead of 8 (PostgreSQL 15
+#   with LLVM, the scale bank's tables copied, EXPLAIN ANALYZE). Engram's statements are index lookups
+#   and small joins: compiling them never pays.
+SESSION_SETTINGS = {"hnsw.iterative_scan": "relaxed_order", "hnsw.ef_search": "100", "jit": "off"}
 
 
 async def _init_connection(conn: asyncpg.Connection) -> None:
