@@ -79,9 +79,9 @@ def session_options(threads: int | None = None) -> Any:
 
 # onnxruntime fuses each residual Add with the LayerNormalization after it into one SkipLayerNormalization
 # node. On MiniLM its CPU kernel is slower than the two nodes it replaces: one run of the fast build
-# took 1.11 ms of CPU for a 13-token sentence with it, 0.83 without (-25 %, and -24 to -28 % from 4 to
-# 90 tokens; onnxruntime 1.32, AVX-512 VNNI). Each component of a vector moves by at most 2e-7 on the
-# packaged model and 4e-4 on the fast build (its int8 activations are rounded from slightly other sums).
+# took 1.11 ms of CPU for a 13-token sentence with it, 0.83 without (-16 % at 4 tokens, -24 to -28 %
+# from 13 to 90; onnxruntime 1.32, AVX-512 VNNI). Each component of a vector moves by at most 2e-7 on
+# the packaged model and 4e-4 on the fast build (its int8 activations are rounded from other sums).
 DISABLED_OPTIMIZERS = ("SkipLayerNormFusion",)
 
 
