@@ -17,8 +17,8 @@ import pytest
 
 from engram.recall import arms
 from engram.recall.filters import UnitFilter
+from engram.recall.pipeline import ALL_TYPES, _graph_in_halves
 
-TYPES = ["world", "experience", "observation"]
 HUB_FACTS = 60  # "Acme" in this many facts weighs 2/√61 ≈ 0.26: a seed of 0.6 does not walk it alone
 
 
@@ -93,7 +93,7 @@ async def test_the_graph_arm_adds_the_weight_of_hub_entities_it_does_not_walk(
         expected, light_used, below_floor = await expected_graph_scores(conn, bank_id, seeds)
         assert light_used >= 2, "the story has facts that share an unwalked hub with the seed"
         assert below_floor >= (1 if seed_similarity < 0.5 else 0), "and, from a weak seed, facts under the floor"
-        found = await arms.graph(conn, UnitFilter(bank_id, TYPES), seeds, 300)
+        found = await arms.graph(conn, UnitFilter(bank_id, ALL_TYPES), seeds, 300)
     finally:
         await conn.close()
 
@@ -126,8 +126,6 @@ async def test_the_graph_arm_in_two_halves_on_two_connections_ranks_as_the_whole
         "Tax records list Lena Brandt under code 7741.",
         "Omar Haddad paid a parking fine in Porto.",
     ])
-    from engram.recall.pipeline import _graph_in_halves
-
     pool = await asyncpg.create_pool(pg_dsn, min_size=2, max_size=2)
     try:
         async with pool.acquire() as conn:
@@ -138,7 +136,7 @@ async def test_the_graph_arm_in_two_halves_on_two_connections_ranks_as_the_whole
 
             seeds = [(fact("boiler"), 0.8), (fact("volcano"), 0.7), (fact("judo"), 0.6), (fact("chemist"), 0.5)]
             expected, _, _ = await expected_graph_scores(conn, bank_id, seeds)
-            scope = UnitFilter(bank_id, TYPES)
+            scope = UnitFilter(bank_id, ALL_TYPES)
             whole = await arms.graph(conn, scope, seeds, 300)
             parts = [dict(await arms.graph(conn, scope, seeds, 300, spread_from=seeds[first::2])) for first in (0, 1)]
             halves = await _graph_in_halves(pool, conn, scope, seeds, 300)

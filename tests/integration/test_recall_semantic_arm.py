@@ -12,9 +12,9 @@ import pytest
 from engram.models.embedder import embed_query
 from engram.recall import arms
 from engram.recall.filters import UnitFilter
+from engram.recall.pipeline import ALL_TYPES
 from engram.store.pool import SESSION_SETTINGS, _init_connection
 
-TYPES = ["world", "experience", "observation"]
 TOP = 3  # fewer than the bank holds: each search must find the best, not merely every fact
 FACTS = [
     "Mira keeps bees on the roof of her school.",
@@ -40,7 +40,7 @@ def bank_with_facts(http: httpx.Client, bank_id: str) -> str:
 async def test_exact_and_indexed_searches_rank_the_scope_alike(
     bank_with_facts: str, pg_dsn: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    scope = UnitFilter(bank_with_facts, TYPES)
+    scope = UnitFilter(bank_with_facts, ALL_TYPES)
     query = embed_query("Who makes music on an old instrument?")
     conn = await asyncpg.connect(pg_dsn, server_settings=SESSION_SETTINGS)
     try:

@@ -12,31 +12,34 @@ from engram.settings import Settings
 from engram.store.pool import open_store
 
 
+async def settings_on_each_pooled_use(dsn: str, names: tuple[str, ...], uses: int = 3) -> list[dict[str, str]]:
+    """`SHOW` of each setting in `names` on every use of a one-connection pool: its first use, and the
+    uses after the pool's release. A vector expression first, so pgvector's settings exist."""
+    store = await open_store(Settings(database_url=dsn), min_size=1, max_size=1)
+    try:
+        shown = []
+        for _ in range(uses):
+            async with store.pool.acquire() as conn:
+                await conn.fetchval("SELECT '[1,2]'::vector <=> '[2,1]'::vector")
+                shown.append({name: await conn.fetchval(f"SHOW {name}") for name in names})
+        return shown
+    finally:
+        await store.close()
+
+
 async def test_filtered_vector_searches_keep_scanning_on_every_pooled_connection(isolated_dsn: str) -> None:
     # Without iterative scans, a search in one bank stops after 40 candidates of all banks: a bank
     # among others got a fraction of its nearest facts.
-    store = await open_store(Settings(database_url=isolated_dsn), min_size=1, max_size=1)
-    try:
-        for _ in range(3):  # the first use of a connection, and uses after the pool's RESET ALL
-            async with store.pool.acquire() as conn:
-                await conn.fetchval("SELECT '[1,2]'::vector <=> '[2,1]'::vector")
-                assert await conn.fetchval("SHOW hnsw.iterative_scan") == "relaxed_order"
-                assert await conn.fetchval("SHOW hnsw.ef_search") == "100"
-    finally:
-        await store.close()
+    for shown in await settings_on_each_pooled_use(isolated_dsn, ("hnsw.iterative_scan", "hnsw.ef_search")):
+        assert shown == {"hnsw.iterative_scan": "relaxed_order", "hnsw.ef_search": "100"}
 
 
 async def test_no_pooled_connection_compiles_statements_with_jit(isolated_dsn: str) -> None:
     # On a PostgreSQL built with LLVM, the graph arm's statement at 100,000 memories (costed ~816,000)
     # would be compiled with inlining and optimisation first: ~470 ms instead of 8 (store/pool.py). The
     # embedded PostgreSQL has no JIT provider, so the session's setting is what is checked.
-    store = await open_store(Settings(database_url=isolated_dsn), min_size=1, max_size=1)
-    try:
-        for _ in range(2):
-            async with store.pool.acquire() as conn:
-                assert await conn.fetchval("SHOW jit") == "off"
-    finally:
-        await store.close()
+    for shown in await settings_on_each_pooled_use(isolated_dsn, ("jit",)):
+        assert shown == {"jit": "off"}
 
 
 async def test_the_semantic_link_search_gives_back_the_session_search_settings(isolated_dsn: str) -> None:
