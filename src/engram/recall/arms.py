@@ -11,6 +11,7 @@ import numpy as np
 
 from engram.recall.filters import UnitFilter
 from engram.store.sql import SqlParams
+from engram.store.vector_index import indexed_distance
 
 Ranked = list[tuple[uuid.UUID, float]]
 
@@ -94,14 +95,14 @@ async def semantic(
         own_approximate AS (
             SELECT m.id, m.embedding <=> {vector}::vector AS distance
             FROM memory_units m WHERE {where} AND NOT {exact}
-            ORDER BY m.embedding <=> {vector}::vector
+            ORDER BY {indexed_distance("m.embedding", f"{vector}::vector")}
             LIMIT {limit_ref}
         ),
         sentence_approximate AS (
             SELECT v.unit_id AS id, v.embedding <=> {vector}::vector AS distance
             FROM memory_unit_sentences v JOIN memory_units m ON m.id = v.unit_id
             WHERE {where} AND NOT {exact}
-            ORDER BY v.embedding <=> {vector}::vector
+            ORDER BY {indexed_distance("v.embedding", f"{vector}::vector")}
             LIMIT {limit_ref}
         )
         SELECT id, round((1 - min(distance))::numeric, {SCORE_DECIMALS})::float8 AS similarity

@@ -14,6 +14,7 @@ import asyncpg
 from engram.store.instants import storable as storable_instant
 from engram.store.pool import encode_vector
 from engram.store.storable import storable, storable_text
+from engram.store.vector_index import indexed_distance
 
 
 @dataclass
@@ -306,7 +307,7 @@ _LINK_NEAREST = """
     CROSS JOIN LATERAL (
         SELECT o.id, 1 - (o.embedding <=> n.embedding) AS similarity
         FROM {candidates}
-        ORDER BY o.embedding <=> n.embedding{order}
+        ORDER BY {distance}{order}
         LIMIT $4
     ) near
     WHERE n.id = ANY($2::uuid[]) AND near.similarity >= $3
@@ -320,7 +321,8 @@ _LINK_NEAREST = """
 EXACT_LINKS_MAX_FACTS = 1_000
 EXACT_LINKS_MAX_SHARE = 0.25
 # The two ways to read the bank's facts for their nearest: `BANK_FACTS` read once (a CTE; exact), or
-# `INDEXED_FACTS` through the HNSW index once `hnsw_link_settings` has set the transaction up for it.
+# `INDEXED_FACTS` through the HNSW index (ordered by `indexed_distance`) once `hnsw_link_settings` has
+# set the transaction up for it.
 BANK_FACTS = """WITH bank_facts AS MATERIALIZED (  -- read once for every new unit
     SELECT id, embedding FROM memory_units WHERE bank_id = $1 AND fact_type <> 'observation')"""
 INDEXED_FACTS = "memory_units o WHERE o.bank_id = $1 AND o.fact_type <> 'observation'"
@@ -369,10 +371,12 @@ async def insert_semantic_links(
     values = (bank_id, unit_ids, min_similarity, per_unit)
     if exact if exact is not None else await semantic_search_is_exact(conn, bank_id):
         await conn.execute(_LINK_NEAREST.format(
-            with_clause=BANK_FACTS, candidates="bank_facts o WHERE o.id <> n.id", order=", o.id"), *values)
+            with_clause=BANK_FACTS, candidates="bank_facts o WHERE o.id <> n.id",
+            distance="o.embedding <=> n.embedding", order=", o.id"), *values)
         return
     # The caller's transaction; back to the session's values below.
     await conn.execute(hnsw_link_settings(per_unit))
     await conn.execute(_LINK_NEAREST.format(
-        with_clause="", order="", candidates=f"{INDEXED_FACTS} AND o.id <> n.id"), *values)
+        with_clause="", candidates=f"{INDEXED_FACTS} AND o.id <> n.id",
+        distance=indexed_distance("o.embedding", "n.embedding"), order=""), *values)
     await conn.execute("SET LOCAL enable_sort TO DEFAULT; SET LOCAL hnsw.ef_search TO DEFAULT")

@@ -14,6 +14,7 @@ from engram.store.pool import encode_vector
 from engram.store.storable import storable_text
 from engram.store.tx import Conn
 from engram.store.unit_ids import new_unit_id
+from engram.store.vector_index import indexed_distance
 
 HISTORY_LIMIT = 50
 
@@ -43,7 +44,7 @@ async def related_observations(
 ) -> list[asyncpg.Record]:
     """The observations of exactly this scope closest to any of the facts' vectors."""
     return await conn.fetch(
-        """
+        f"""
         SELECT DISTINCT ON (o.id) o.id, o.text, o.proof_count, o.source_memory_ids, o.evidence, o.embedding
         FROM unnest($3::vector[]) AS q(vec)
         CROSS JOIN LATERAL (
@@ -51,7 +52,7 @@ async def related_observations(
             FROM memory_units m
             WHERE m.bank_id = $1 AND m.fact_type = 'observation'
               AND m.tags @> $2::text[] AND m.tags <@ $2::text[]
-            ORDER BY m.embedding <=> q.vec
+            ORDER BY {indexed_distance("m.embedding", "q.vec")}
             LIMIT $4
         ) o
         """,
@@ -66,13 +67,16 @@ async def nearest_in_scope(
     conn: Conn, bank_id: str, scope: list[str], vector: Any, exclude: list[uuid.UUID], limit: int
 ) -> list[asyncpg.Record]:
     return await conn.fetch(
-        """
-        SELECT m.id, m.text, m.source_memory_ids, m.evidence, 1 - (m.embedding <=> $3::vector) AS similarity
-        FROM memory_units m
-        WHERE m.bank_id = $1 AND m.fact_type = 'observation' AND m.tags @> $2::text[] AND m.tags <@ $2::text[]
-          AND NOT (m.id = ANY($4::uuid[]))
-        ORDER BY m.embedding <=> $3::vector
-        LIMIT $5
+        f"""
+        SELECT * FROM (
+            SELECT m.id, m.text, m.source_memory_ids, m.evidence, 1 - (m.embedding <=> $3::vector) AS similarity
+            FROM memory_units m
+            WHERE m.bank_id = $1 AND m.fact_type = 'observation' AND m.tags @> $2::text[] AND m.tags <@ $2::text[]
+              AND NOT (m.id = ANY($4::uuid[]))
+            ORDER BY {indexed_distance("m.embedding", "$3::vector")}
+            LIMIT $5
+        ) nearest
+        ORDER BY similarity DESC, id
         """,
         bank_id,
         scope,

@@ -40,6 +40,7 @@ import asyncpg
 
 from engram.store import facts_write as fw
 from engram.store.pool import encode_vector
+from engram.store.vector_index import indexed_distance
 
 log = logging.getLogger("engram.store")
 
@@ -59,7 +60,7 @@ _BEST_CANDIDATES = """
         FROM (
             (SELECT o.id, 1 - (o.embedding <=> q.vec) AS similarity
              FROM {candidates}
-             ORDER BY o.embedding <=> q.vec{order}
+             ORDER BY {distance}{order}
              LIMIT $4)
             UNION ALL
             SELECT b.id, 1 - (b.vec <=> q.vec) FROM batch b WHERE b.id <> ($6::uuid[])[$5 + q.i]
@@ -135,10 +136,12 @@ async def best_candidates(
     async with conn.transaction(readonly=True):
         if exact:
             return await conn.fetchval(_BEST_CANDIDATES.format(
-                with_clause=fw.BANK_FACTS + ",", candidates="bank_facts o", order=", o.id"), *values)
+                with_clause=fw.BANK_FACTS + ",", candidates="bank_facts o", distance="o.embedding <=> q.vec",
+                order=", o.id"), *values)
         await conn.execute(fw.hnsw_link_settings(per_unit))
         return await conn.fetchval(_BEST_CANDIDATES.format(
-            with_clause="WITH", order="", candidates=fw.INDEXED_FACTS), *values)
+            with_clause="WITH", candidates=fw.INDEXED_FACTS, distance=indexed_distance("o.embedding", "q.vec"),
+            order=""), *values)
 
 
 # The new facts' ($2) links the side connections chose ($3: their text values), but for a target
