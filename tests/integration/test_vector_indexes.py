@@ -19,9 +19,10 @@ from engram.models.embedder import embed_query
 from engram.recall import arms
 from engram.recall.filters import UnitFilter
 from engram.recall.pipeline import ALL_TYPES
+from engram.settings import Settings
 from engram.store import facts_write as fw
 from engram.store import observations
-from engram.store.pool import SESSION_SETTINGS, _init_connection, encode_vector
+from engram.store.pool import encode_vector, open_store
 from engram.store.semantic_links import best_candidates
 
 BANK = "indexed"
@@ -88,12 +89,12 @@ async def conn(isolated_dsn: str) -> Any:
         memory.retain_batch(BANK, [{"content": text} for text in FACTS])
     finally:
         memory.close()
-    connection = await asyncpg.connect(isolated_dsn, server_settings=SESSION_SETTINGS)
-    await _init_connection(connection)
+    store = await open_store(Settings(database_url=isolated_dsn), min_size=1, max_size=1)
     try:
-        yield connection
+        async with store.pool.acquire() as connection:  # the store's own session settings and codecs
+            yield connection
     finally:
-        await connection.close()
+        await store.close()
 
 
 async def bank_facts(conn: asyncpg.Connection) -> tuple[list[uuid.UUID], list[np.ndarray]]:
