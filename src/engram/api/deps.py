@@ -10,7 +10,9 @@ from engram.errors import BankNotFound, InvalidInput, NotFound
 from engram.services import Services
 
 
-def services(request: Request) -> Services:
+async def services(request: Request) -> Services:
+    """The app's services. A coroutine on purpose: FastAPI runs a plain-function dependency on its
+    thread pool, a thread hand-off (and back) on every request for one attribute read."""
     return request.app.state.services
 
 
