@@ -163,6 +163,10 @@ def test_with_two_servers_on_a_home_one_starts_the_killed_postmaster_and_the_oth
         assert retain(clients[0], bank_id, lines[0]).status_code == 200
         killed = postmaster(home).pid
         os.kill(killed, signal.SIGKILL)
+        # A backend that has not yet noticed its postmaster's death can still answer /health's probe
+        # for a moment: first the new postmaster, then every server healthy through it.
+        wait_for(lambda: (server := running_server(home / "pg")) is not None and server.pid != killed,
+                 "PostgreSQL to run again", 90)
         for http in clients:
             wait_for(lambda http=http: status(http, "/health") == 200, "every server to be healthy again", 90)
         assert postmaster(home).pid != killed
