@@ -6,6 +6,7 @@ linked to a seed gets the seed's similarity × the link's weight; the best of th
 from __future__ import annotations
 
 import asyncio
+import json
 import math
 import uuid
 from collections import defaultdict
@@ -25,6 +26,20 @@ HUB_FACTS = 60  # "Acme" in this many facts weighs 2/√61 ≈ 0.26: a seed of 0
 def retain(http: httpx.Client, bank_id: str, texts: list[str]) -> None:
     response = http.post(f"/v1/default/banks/{bank_id}/memories", json={"items": [{"content": t} for t in texts]})
     assert response.status_code == 200, response.text
+
+
+def retain_lena_story(http: httpx.Client, bank_id: str) -> None:
+    """A hub ("Acme", in HUB_FACTS + 3 facts) and Lena Brandt's facts, some naming the hub."""
+    retain(http, bank_id, [f"Acme shipped crate number {n} to the harbour." for n in range(HUB_FACTS)])
+    retain(http, bank_id, [
+        "Lena Brandt joined Acme as a chemist.",
+        "Lena Brandt won the Acme chess tournament.",
+        "Lena Brandt repaired the Acme boiler in winter.",
+        "Lena Brandt adopted a grey parrot.",
+        "Lena Brandt climbed a volcano in Chile.",
+        "Lena Brandt sings in a choir.",
+        "Tax records list Lena Brandt under code 7741.",  # worded unlike the others: linked to none
+    ])
 
 
 def entity_weight(mentions: int) -> float:
@@ -74,16 +89,7 @@ async def expected_graph_scores(
 async def test_the_graph_arm_adds_the_weight_of_hub_entities_it_does_not_walk(
     http: httpx.Client, bank_id: str, pg_dsn: str, seed_similarity: float
 ) -> None:
-    retain(http, bank_id, [f"Acme shipped crate number {n} to the harbour." for n in range(HUB_FACTS)])
-    retain(http, bank_id, [
-        "Lena Brandt joined Acme as a chemist.",
-        "Lena Brandt won the Acme chess tournament.",
-        "Lena Brandt repaired the Acme boiler in winter.",
-        "Lena Brandt adopted a grey parrot.",
-        "Lena Brandt climbed a volcano in Chile.",
-        "Lena Brandt sings in a choir.",
-        "Tax records list Lena Brandt under code 7741.",  # worded unlike the others: linked to none
-    ])
+    retain_lena_story(http, bank_id)
     conn = await asyncpg.connect(pg_dsn)
     try:
         texts = {row["id"]: row["text"] for row in await conn.fetch(
@@ -158,3 +164,59 @@ async def test_the_graph_arm_in_two_halves_on_two_connections_ranks_as_the_whole
     for unit, score in halves:
         assert math.isclose(score, expected[unit], abs_tol=1e-6), (texts[unit], score, expected[unit])
     assert [score for _, score in halves] == sorted((score for _, score in halves), reverse=True)
+
+
+class RecordingFetch:
+    """A connection whose `fetch` keeps the statement and its parameters before running it."""
+
+    def __init__(self, conn: asyncpg.Connection) -> None:
+        self.conn = conn
+        self.statements: list[tuple[str, tuple[object, ...]]] = []
+
+    async def fetch(self, sql: str, *args: object) -> list[asyncpg.Record]:
+        self.statements.append((sql, args))
+        return await self.conn.fetch(sql, *args)
+
+
+def plan_nodes(plan: object) -> list[dict[str, object]]:
+    """Every node of an EXPLAIN (FORMAT JSON) plan."""
+    if isinstance(plan, list):
+        return [node for item in plan for node in plan_nodes(item)]
+    if not isinstance(plan, dict):
+        return []
+    nodes = [plan] if "Node Type" in plan else []
+    return nodes + [node for value in plan.values() for node in plan_nodes(value)]
+
+
+async def test_the_graph_arm_reads_unit_entities_by_index_only_scans_and_the_reached_facts_at_once(
+    http: httpx.Client, bank_id: str, pg_dsn: str
+) -> None:
+    """Neither shows in the ranking, both in the time: the walk from a seed's entities to the facts
+    naming them is an index-only scan (migration 026's index holds the fact, so a vacuumed table is
+    never visited), and the reached facts' entities are read by one scan for all of them (a lookup per
+    reached fact was ~10 % of the arm at 5,000 facts). Explained with sequential and bitmap scans off,
+    so the plan shows what the indexes can serve rather than what is cheapest on a tiny table."""
+    retain_lena_story(http, bank_id)
+    conn = await asyncpg.connect(pg_dsn)
+    try:
+        seed = await conn.fetchval(
+            "SELECT id FROM memory_units WHERE bank_id = $1 AND text LIKE '%chemist%'", bank_id)
+        recording = RecordingFetch(conn)
+        found = await arms.graph(recording, UnitFilter(bank_id, ALL_TYPES), [(seed, 0.9)], 300)  # type: ignore[arg-type]
+        assert len(found) >= 3, "the seed reaches the other Lena Brandt facts"
+        [(sql, args)] = recording.statements
+        async with conn.transaction():
+            await conn.execute("SET LOCAL enable_seqscan = off; SET LOCAL enable_bitmapscan = off")
+            plan = await conn.fetchval(f"EXPLAIN (ANALYZE, FORMAT JSON) {sql}", *args)
+    finally:
+        await conn.close()
+
+    scans = [node for node in plan_nodes(json.loads(plan)) if node.get("Relation Name") == "unit_entities"]
+    by_entity = [node for node in scans if "entity_id =" in str(node.get("Index Cond"))]
+    assert by_entity, "the walk looks entities' facts up by an index"
+    assert {(node["Node Type"], node["Index Name"]) for node in by_entity} == {
+        ("Index Only Scan", "unit_entities_entity_unit")}
+    by_fact = [node for node in scans if node not in by_entity]
+    assert {node["Index Name"] for node in by_fact} == {"unit_entities_pkey"}
+    # One seed: its own entities are one scan, and so are the entities of every fact it reached.
+    assert [node["Actual Loops"] for node in by_fact] == [1, 1]

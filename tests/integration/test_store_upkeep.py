@@ -87,6 +87,8 @@ async def test_a_bulk_retain_leaves_fresh_statistics_and_a_small_one_does_not_re
         # the table's pages only once a VACUUM has marked them all-visible.
         assert await last_analyze(isolated_dsn, "keyword_postings") is not None
         assert await all_visible_share(isolated_dsn, "keyword_postings") == 1.0
+        # And the graph arm's walk from entities to the facts naming them (migration 026's index).
+        assert await all_visible_share(isolated_dsn, "unit_entities") == 1.0
         memory.retain("stats", "One more fact about basil.")
         assert await last_analyze(isolated_dsn) == analysed
         # 55 new rows: over the base threshold (50) but under 50 + 10 % of the 121 rows there

@@ -7,11 +7,12 @@ with many rows changed since the last ANALYZE (autovacuum's own rule: 50 + 10 % 
 the tables recall reads, once at a time across the server. Only retains of BULK_RETAIN_FACTS facts or
 more check, so a small retain pays no extra round trips; a stream of small ones is autovacuum's.
 
-The same job vacuums keyword_postings, which recall reads by index-only scans: those skip the table
-only on pages its visibility map marks all-visible, and only a VACUUM marks them. Never vacuumed, a
-bank's first 10,000 facts had the keyword arm at 25 ms instead of 2.2 ms (unanalysed: planned as an
-empty table; unvacuumed: every posting fetched from the table). It reads only the pages written
-since the last one."""
+The same job vacuums keyword_postings and unit_entities, which recall reads by index-only scans: those
+skip the table only on pages its visibility map marks all-visible, and only a VACUUM marks them. Never
+vacuumed, a bank's first 10,000 facts had the keyword arm at 25 ms instead of 2.2 ms (unanalysed:
+planned as an empty table; unvacuumed: every posting fetched from the table), and the graph arm
+fetched a table row for each entity of every fact it reached. It reads only the pages written since
+the last one."""
 
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ import asyncpg
 
 ANALYZED_TABLES = ("memory_units", "memory_unit_sentences", "memory_links", "unit_entities", "entities",
                    "keyword_postings")
-VACUUMED_TABLES = ("keyword_postings",)
+VACUUMED_TABLES = ("keyword_postings", "unit_entities")
 BASE_THRESHOLD = 50
 BULK_RETAIN_FACTS = 50
 SCALE_FACTOR = 0.1
@@ -38,9 +39,9 @@ async def publish_write_counts(conn: asyncpg.Connection) -> None:
 
 
 async def analyze_if_stale(pool: asyncpg.Pool) -> bool:
-    """ANALYZE the recall tables (and VACUUM keyword_postings) when memory_units changed enough since
-    the last analysis; returns
-    whether it ran (False too when another connection is already analysing)."""
+    """ANALYZE the recall tables (and VACUUM the VACUUMED_TABLES) when memory_units changed enough since
+    the last analysis; returns whether it ran (False too when another connection is already
+    analysing)."""
     async with pool.acquire() as conn:
         stale = await conn.fetchval(
             # $2 typed: inferred from the bigint beside it, 0.1 was sent as 0 and every bulk retain
