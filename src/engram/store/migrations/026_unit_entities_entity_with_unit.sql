@@ -5,7 +5,8 @@
 -- a page for nearly every fact. The graph arm at 5,000 facts: ~25 % less time, with its reached facts'
 -- entities read in one scan (engram.recall.arms.graph).
 --
--- The index is larger (no duplicate entity keys to fold: ~1 MB instead of ~0.17 MB at 5,000 facts,
--- ~50 bytes a fact); its leading column serves every lookup by entity the old one served.
+-- The index is larger (no duplicate entity keys to fold: ~50 bytes a mention instead of ~10; ~75 bytes
+-- a memory at 100,000 memories); its leading column serves every lookup by entity the old one served.
+-- Building it took 0.26 s for 250,000 mentions.
 CREATE INDEX unit_entities_entity_unit ON unit_entities (entity_id, unit_id);
 DROP INDEX unit_entities_entity;
