@@ -19,6 +19,7 @@ import pytest
 from engram.recall import arms
 from engram.recall.filters import UnitFilter
 from engram.recall.pipeline import ALL_TYPES, _graph_in_halves
+from tests.support.plans import Recording, plan_nodes
 
 HUB_FACTS = 60  # "Acme" in this many facts weighs 2/√61 ≈ 0.26: a seed of 0.6 does not walk it alone
 
@@ -166,28 +167,6 @@ async def test_the_graph_arm_in_two_halves_on_two_connections_ranks_as_the_whole
     assert [score for _, score in halves] == sorted((score for _, score in halves), reverse=True)
 
 
-class RecordingFetch:
-    """A connection whose `fetch` keeps the statement and its parameters before running it."""
-
-    def __init__(self, conn: asyncpg.Connection) -> None:
-        self.conn = conn
-        self.statements: list[tuple[str, tuple[object, ...]]] = []
-
-    async def fetch(self, sql: str, *args: object) -> list[asyncpg.Record]:
-        self.statements.append((sql, args))
-        return await self.conn.fetch(sql, *args)
-
-
-def plan_nodes(plan: object) -> list[dict[str, object]]:
-    """Every node of an EXPLAIN (FORMAT JSON) plan."""
-    if isinstance(plan, list):
-        return [node for item in plan for node in plan_nodes(item)]
-    if not isinstance(plan, dict):
-        return []
-    nodes = [plan] if "Node Type" in plan else []
-    return nodes + [node for value in plan.values() for node in plan_nodes(value)]
-
-
 async def test_the_graph_arm_reads_unit_entities_by_index_only_scans_and_the_reached_facts_at_once(
     http: httpx.Client, bank_id: str, pg_dsn: str
 ) -> None:
@@ -201,7 +180,7 @@ async def test_the_graph_arm_reads_unit_entities_by_index_only_scans_and_the_rea
     try:
         seed = await conn.fetchval(
             "SELECT id FROM memory_units WHERE bank_id = $1 AND text LIKE '%chemist%'", bank_id)
-        recording = RecordingFetch(conn)
+        recording = Recording(conn)
         found = await arms.graph(recording, UnitFilter(bank_id, ALL_TYPES), [(seed, 0.9)], 300)  # type: ignore[arg-type]
         assert len(found) >= 3, "the seed reaches the other Lena Brandt facts"
         [(sql, args)] = recording.statements

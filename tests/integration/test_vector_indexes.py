@@ -24,6 +24,7 @@ from engram.store import facts_write as fw
 from engram.store import observations
 from engram.store.pool import encode_vector, open_store
 from engram.store.semantic_links import best_candidates
+from tests.support.plans import Recording, plan_nodes
 
 BANK = "indexed"
 UNITS_INDEX = "memory_units_embedding"
@@ -36,40 +37,9 @@ FACTS = (
 )
 
 
-class Recording:
-    """A connection that keeps every statement run with parameters (not the SET LOCALs around them)."""
-
-    def __init__(self, conn: asyncpg.Connection) -> None:
-        self.conn = conn
-        self.statements: list[tuple[str, tuple[Any, ...]]] = []
-
-    def __getattr__(self, name: str) -> Any:
-        """fetch, fetchrow, fetchval, execute: the statement kept when it has parameters, then run."""
-        run = getattr(self.conn, name)
-
-        async def recorded(sql: str, *args: Any) -> Any:
-            if args:
-                self.statements.append((sql, args))
-            return await run(sql, *args)
-
-        return recorded
-
-    def transaction(self, **options: Any) -> Any:
-        return self.conn.transaction(**options)
-
-
 def index_scans(plan: Any) -> set[str]:
     """The indexes an EXPLAIN (FORMAT JSON) plan scans."""
-    found: set[str] = set()
-    if isinstance(plan, dict):
-        if "Index Name" in plan:
-            found.add(plan["Index Name"])
-        for value in plan.values():
-            found |= index_scans(value)
-    elif isinstance(plan, list):
-        for value in plan:
-            found |= index_scans(value)
-    return found
+    return {node["Index Name"] for node in plan_nodes(plan) if "Index Name" in node}
 
 
 async def indexes_usable(conn: asyncpg.Connection, recording: Recording) -> set[str]:
