@@ -172,21 +172,24 @@ async def graph(
                 SELECT unit_id AS id FROM unit_entities ue WHERE ue.entity_id = se.entity_id OFFSET 0) ue
             WHERE se.walked AND ue.id <> ALL({seed_ids}::uuid[])
         ),
-        -- A reached fact also gets the weight of the seed's unwalked entities it names. The reached
-        -- facts' entities are read in one index-only scan of the primary key for the array of them
-        -- all, and matched to their seeds' unwalked ones in a hash join: a primary-key probe per
-        -- (fact, seed, unwalked entity) was ~13,000 probes at 5,000 facts and a sixth of this arm's
-        -- time, and a lookup per reached fact (~1,500) ~10 % of it.
+        -- A reached fact also gets the weight of the seed's unwalked entities it names. Those
+        -- mentions are read in one index-only scan of the primary key, for the array of reached
+        -- facts and the array of unwalked entities (a third of the reached facts' mentions at 5,000
+        -- facts), then kept where the fact was reached from that seed (a seed's unwalked entities
+        -- alone score under the floor, so the others change nothing but the grouping's size, ~20
+        -- times as many rows). A primary-key probe per (fact, seed, unwalked entity) was ~13,000
+        -- probes at 5,000 facts and a sixth of this arm's time, a lookup per reached fact ~10 % of it.
         reached_named AS MATERIALIZED (
             SELECT ue.unit_id AS id, ue.entity_id
             FROM unit_entities ue
             WHERE ue.unit_id = ANY(ARRAY(SELECT DISTINCT id FROM walked_pairs))
+              AND ue.entity_id = ANY(ARRAY(SELECT DISTINCT entity_id FROM seed_entities WHERE NOT walked))
         ),
         light_pairs AS (
-            SELECT p.id, p.seed, p.sim, se.w
-            FROM (SELECT DISTINCT id, seed, sim FROM walked_pairs) p
-            JOIN reached_named rn ON rn.id = p.id
-            JOIN seed_entities se ON se.seed = p.seed AND se.entity_id = rn.entity_id AND NOT se.walked
+            SELECT rn.id, se.seed, se.sim, se.w
+            FROM reached_named rn
+            JOIN seed_entities se ON se.entity_id = rn.entity_id AND NOT se.walked
+            WHERE EXISTS (SELECT FROM walked_pairs p WHERE p.id = rn.id AND p.seed = se.seed)
         ),
         via_entities AS (
             SELECT id, max(sim) AS sim, sum(w) AS shared
@@ -209,10 +212,12 @@ async def graph(
             UNION ALL
             SELECT id, score FROM via_links
         ),
-        best AS (
-            SELECT id, round(max(score)::numeric, {SCORE_DECIMALS})::float8 AS score
-            FROM activation WHERE id <> ALL({seed_ids}::uuid[])
-            GROUP BY id ORDER BY score DESC, id OFFSET 0
+        best AS (  -- only facts near the floor or above it are rounded and sorted (a fifth at 5,000)
+            SELECT id, round(score::numeric, {SCORE_DECIMALS})::float8 AS score
+            FROM (SELECT id, max(score) AS score FROM activation WHERE id <> ALL({seed_ids}::uuid[])
+                  GROUP BY id) reached
+            WHERE score >= {params.add(GRAPH_MIN_ACTIVATION - 1e-6)}
+            ORDER BY 2 DESC, id OFFSET 0
         )
         -- The scope is checked best first, one primary-key lookup per candidate above the floor, until
         -- `limit` pass (a join would read every fact of the bank); a scalar subquery is never turned
