@@ -149,6 +149,9 @@ async def graph(
     spreading_ids = params.add([s[0] for s in spreading])
     seed_scores = params.add([s[1] for s in spreading])
     where = scope.where(params)
+    # The floor less a margin for the float sums' last bits: what may still reach the floor is walked,
+    # and rounded and sorted below; the rounded scores then meet the floor itself.
+    near_floor = params.add(GRAPH_MIN_ACTIVATION - 1e-6)
     rows = await conn.fetch(
         f"""
         WITH seeds AS (SELECT * FROM unnest({spreading_ids}::uuid[], {seed_scores}::real[]) AS s(id, sim)),
@@ -158,7 +161,7 @@ async def graph(
         seed_entities AS MATERIALIZED (
             SELECT seed, sim, entity_id, w,
                    sim * tanh(0.5 * sum(w) OVER (PARTITION BY seed ORDER BY w, entity_id ROWS UNBOUNDED PRECEDING))
-                       >= {params.add(GRAPH_MIN_ACTIVATION - 1e-6)} AS walked
+                       >= {near_floor} AS walked
             FROM (SELECT s.id AS seed, s.sim, ue.entity_id,
                          least(1.0, 2.0 / sqrt(greatest(e.mention_count, 1))) AS w
                   FROM seeds s
@@ -216,7 +219,7 @@ async def graph(
             SELECT id, round(score::numeric, {SCORE_DECIMALS})::float8 AS score
             FROM (SELECT id, max(score) AS score FROM activation WHERE id <> ALL({seed_ids}::uuid[])
                   GROUP BY id) reached
-            WHERE score >= {params.add(GRAPH_MIN_ACTIVATION - 1e-6)}
+            WHERE score >= {near_floor}
             ORDER BY 2 DESC, id OFFSET 0
         )
         -- The scope is checked best first, one primary-key lookup per candidate above the floor, until
