@@ -172,7 +172,7 @@ async def test_the_graph_arm_reads_unit_entities_by_index_only_scans_and_the_rea
 ) -> None:
     """None of this shows in the ranking, all of it in the time:
     - the walk from a seed's entities to the facts naming them is an index-only scan (migration 026's
-      index holds the fact, so a vacuumed table is never visited);
+      index holds the fact, so a vacuumed table is never visited), and skips the seed's hub;
     - the reached facts' mentions of the seed's unwalked entities are read by one scan for all of
       them (a lookup per reached fact was ~10 % of the arm at 5,000 facts), and only those mentions
       (reading every mention of the reached facts was three times as many rows);
@@ -185,6 +185,7 @@ async def test_the_graph_arm_reads_unit_entities_by_index_only_scans_and_the_rea
     try:
         seed = await conn.fetchval(
             "SELECT id FROM memory_units WHERE bank_id = $1 AND text LIKE '%chemist%'", bank_id)
+        seed_entities = await conn.fetchval("SELECT count(*) FROM unit_entities WHERE unit_id = $1", seed)
         _, light_used, below_floor = await expected_graph_scores(conn, bank_id, [(seed, 0.4)])
         assert light_used and below_floor, "the story reaches facts through an unwalked hub and under the floor"
         recording = Recording(conn)
@@ -203,6 +204,7 @@ async def test_the_graph_arm_reads_unit_entities_by_index_only_scans_and_the_rea
     assert walks and all("entity_id =" in node["Index Cond"] for node in walks), "the walk looks entities' facts up"
     assert {(node["Node Type"], node["Index Name"]) for node in walks} == {
         ("Index Only Scan", "unit_entities_entity_unit")}
+    assert sum(node["Actual Loops"] for node in walks) < seed_entities, "the seed's hub is not walked"
     by_fact = [node for node in scans if node not in walks]
     # One seed: its own entities are one scan, and so are the mentions of every fact it reached.
     assert [(node["Node Type"], node["Actual Loops"]) for node in by_fact] == [("Index Only Scan", 1)] * 2
