@@ -192,10 +192,8 @@ async def _best_of(
     now: datetime,
 ) -> dict[str, uuid.UUID]:
     """For each name, the id of its best candidate (entity row, name similarity) at ≥ the threshold."""
-    candidate_ids = list({row["id"] for rows in candidates.values() for row, _ in rows})
-    if not candidate_ids:
+    if not any(candidates.values()):
         return {}
-    partners = await store.cooccurrence_partners(conn, candidate_ids)
     # The known entities mentioned beside each name, built in one pass: looking them up per key went
     # over every mention for every key.
     beside: dict[str, set[uuid.UUID]] = {}
@@ -204,6 +202,17 @@ async def _best_of(
         known_here = {other: known[other]["id"] for other in lowered if other in known}
         for name in lowered:
             beside.setdefault(name, set()).update(i for other, i in known_here.items() if other != name)
+    # Partners matter only for a candidate that is scored (`may_match`), and only those among the
+    # neighbours of a name it is scored for: the others would change no score.
+    scored_ids: set[uuid.UUID] = set()
+    neighbour_ids: set[uuid.UUID] = set()
+    for key, rows in candidates.items():
+        scored = [row["id"] for row, similarity in rows if scoring.may_match(key, row["canonical_name"], similarity)]
+        if scored and beside.get(key):
+            scored_ids.update(scored)
+            neighbour_ids |= beside[key]
+    partners = (await store.cooccurrence_partners(conn, sorted(scored_ids), sorted(neighbour_ids))
+                if scored_ids else {})
     resolved: dict[str, uuid.UUID] = {}
     for key, rows in candidates.items():
         neighbours = beside.get(key, set())

@@ -116,6 +116,12 @@ def score(
     )
 
 
+def may_match(mention: str, name: str, similarity: float) -> bool:
+    """Whether an entity called `name`, `similarity` alike, is scored at all as what `mention` names
+    (the other candidates never are, whatever their partners)."""
+    return similarity >= CANDIDATE_SIMILARITY and words_compatible(mention, name)
+
+
 def best_match(
     mention: str,
     candidates: list[Candidate],
@@ -126,7 +132,7 @@ def best_match(
     """The best-scoring compatible candidate at or above the threshold, or None (a new entity)."""
     best: tuple[Candidate, float] | None = None
     for candidate in candidates:
-        if candidate.similarity < CANDIDATE_SIMILARITY or not words_compatible(mention, candidate.name):
+        if not may_match(mention, candidate.name, candidate.similarity):
             continue
         value = score(candidate, neighbours - {candidate.id}, degree, now)
         if value >= MATCH_THRESHOLD and (best is None or value > best[1]):

@@ -217,8 +217,13 @@ MAX_PARTNERS = 200
 
 
 async def cooccurrence_partners(
-    conn: asyncpg.Connection, entity_ids: list[uuid.UUID]
+    conn: asyncpg.Connection, entity_ids: list[uuid.UUID], among: list[uuid.UUID]
 ) -> dict[uuid.UUID, set[uuid.UUID]]:
+    """Each entity's MAX_PARTNERS most frequent co-occurrence partners (ties by id), ranked among all its
+    partners, of which only those in `among` are returned: a match is scored on the partners it shares
+    with the mention's neighbours, so the others need not travel. (At 133,000 facts a 500-item retain
+    scored ~430 candidates with ~33,000 ranked partners, ~18,000 of them among the neighbours; the read
+    took 135-198 ms of the ~1.9 s call with them all, 76-124 ms without the rest.)"""
     rows = await conn.fetch(
         """
         SELECT id, partner FROM (
@@ -227,10 +232,11 @@ async def cooccurrence_partners(
                   WHERE entity_a = ANY($1::uuid[])
                   UNION ALL
                   SELECT entity_b, entity_a, count FROM entity_cooccurrences WHERE entity_b = ANY($1::uuid[])) pairs
-        ) ranked WHERE rank <= $2
+        ) ranked WHERE rank <= $2 AND partner = ANY($3::uuid[])
         """,
         entity_ids,
         MAX_PARTNERS,
+        among,
     )
     partners: dict[uuid.UUID, set[uuid.UUID]] = {}
     for row in rows:

@@ -146,7 +146,8 @@ async def best_candidates(
 
 # The new facts' ($2) links the side connections chose ($3: their text values), but for a target
 # deleted since (by another transaction that has committed since), which would fail the retain on the
-# foreign key. Inserted in (from, to) order, the order of memory_links' primary key.
+# links' check of their facts (migration 027). Inserted in (from, to) order, the order of memory_links'
+# primary key.
 _INSERT_FOUND = """
     INSERT INTO memory_links (from_unit, to_unit, bank_id, link_type, weight)
     SELECT found.f, found.t, $1, 'semantic', found.w
