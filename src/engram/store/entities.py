@@ -222,8 +222,7 @@ async def cooccurrence_partners(
     """Each entity's MAX_PARTNERS most frequent co-occurrence partners (ties by id), ranked among all its
     partners, of which only those in `among` are returned: a match is scored on the partners it shares
     with the mention's neighbours, so the others need not travel. (At 133,000 facts a 500-item retain
-    scored ~430 candidates with ~33,000 ranked partners, ~18,000 of them among the neighbours; the read
-    took 135-198 ms of the ~1.9 s call with them all, 76-124 ms without the rest.)"""
+    scored ~430 candidates with ~33,000 ranked partners, ~18,000 of them among the neighbours.)"""
     rows = await conn.fetch(
         """
         SELECT id, partner FROM (
