@@ -192,7 +192,12 @@ async def _best_of(
     now: datetime,
 ) -> dict[str, uuid.UUID]:
     """For each name, the id of its best candidate (entity row, name similarity) at ≥ the threshold."""
-    if not any(candidates.values()):
+    # Only the candidates that pass the name gate are scored (`best_match` skips the others), so only
+    # theirs are kept, and their partners read only among the neighbours of a name they are scored for.
+    scored = {key: [(row, similarity) for row, similarity in rows
+                    if scoring.may_match(key, row["canonical_name"], similarity)]
+              for key, rows in candidates.items()}
+    if not any(scored.values()):
         return {}
     # The known entities mentioned beside each name, built in one pass: looking them up per key went
     # over every mention for every key.
@@ -202,26 +207,18 @@ async def _best_of(
         known_here = {other: known[other]["id"] for other in lowered if other in known}
         for name in lowered:
             beside.setdefault(name, set()).update(i for other, i in known_here.items() if other != name)
-    # Partners matter only for a candidate that is scored (`may_match`), and only those among the
-    # neighbours of a name it is scored for: the others would change no score.
-    scored_ids: set[uuid.UUID] = set()
-    neighbour_ids: set[uuid.UUID] = set()
-    for key, rows in candidates.items():
-        scored = [row["id"] for row, similarity in rows if scoring.may_match(key, row["canonical_name"], similarity)]
-        if scored and beside.get(key):
-            scored_ids.update(scored)
-            neighbour_ids |= beside[key]
-    partners = (await store.cooccurrence_partners(conn, sorted(scored_ids), sorted(neighbour_ids))
-                if scored_ids else {})
+    asked = {key: rows for key, rows in scored.items() if rows and beside.get(key)}
+    partners = await store.cooccurrence_partners(
+        conn, sorted({row["id"] for rows in asked.values() for row, _ in rows}),
+        sorted({n for key in asked for n in beside[key]})) if asked else {}
     resolved: dict[str, uuid.UUID] = {}
-    for key, rows in candidates.items():
-        neighbours = beside.get(key, set())
+    for key, rows in scored.items():
         options = [
             scoring.Candidate(id=row["id"], name=row["canonical_name"], similarity=similarity,
                               last_seen=row["last_seen"], partners=partners.get(row["id"], set()))
             for row, similarity in rows
         ]
-        match = scoring.best_match(key, options, neighbours, degree, now)
+        match = scoring.best_match(key, options, beside.get(key, set()), degree, now)
         if match is not None:
             resolved[key] = match[0].id
     return resolved
