@@ -3,6 +3,9 @@ settings and compiles nothing with JIT, and a bulk retain leaves fresh planner s
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import re
 import uuid
 
 import asyncpg
@@ -10,6 +13,7 @@ import asyncpg
 from engram import Memory
 from engram.settings import Settings
 from engram.store.pool import open_store
+from engram.store.statistics import ANALYZED_TABLES, analyze_if_stale
 
 
 async def settings_on_each_pooled_use(dsn: str, names: tuple[str, ...], uses: int = 3) -> list[dict[str, str]]:
@@ -141,3 +145,107 @@ async def test_a_small_bank_beside_larger_ones_gets_its_exact_nearest_facts_as_l
     found = {(row["from_unit"], row["to_unit"]) for row in links}
     assert len(expected) >= 4, "the kayak facts are alike"
     assert found == expected
+
+
+async def rows_in_analyze_sample(conn: asyncpg.Connection, table: str) -> int:
+    """How many rows `ANALYZE table` sampled, from its VERBOSE report ("... N rows in sample ...")."""
+    reports: list[str] = []
+
+    def keep(_conn: object, message: object) -> None:
+        reports.append(str(message))
+
+    conn.add_log_listener(keep)
+    try:
+        await conn.execute(f"ANALYZE VERBOSE {table}")
+    finally:
+        conn.remove_log_listener(keep)
+    found = [int(m.group(1)) for r in reports if (m := re.search(r"(\d+) rows in sample", r))]
+    assert len(found) == 1, reports
+    return found[0]
+
+
+async def test_memory_links_are_analysed_from_a_sample_of_9000_links(isolated_dsn: str) -> None:
+    # The statistics job's longest step was memory_links' default 30,000-row sample (migration 028);
+    # its statistics only size recall's per-fact link lookups.
+    memory = Memory(database_url=isolated_dsn)
+    try:
+        memory.retain_batch("sampled", [{"content": f"Ravi planted {n} tulips in the park."} for n in range(120)])
+    finally:
+        memory.close()
+    conn = await asyncpg.connect(isolated_dsn)
+    try:
+        # Causal links between every pair of facts (~14,000) beside the retain's own.
+        await conn.execute("INSERT INTO memory_links (from_unit, to_unit, bank_id, link_type, weight)"
+                           " SELECT a.id, b.id, 'sampled', 'causal', 0.5 FROM memory_units a, memory_units b"
+                           " WHERE a.id <> b.id ON CONFLICT DO NOTHING")
+        assert await conn.fetchval("SELECT count(*) FROM memory_links") > 12_000
+        assert await rows_in_analyze_sample(conn, "memory_links") == 9_000
+        assert await rows_in_analyze_sample(conn, "memory_units") == 120, "other tables keep their samples"
+    finally:
+        await conn.close()
+
+
+async def analysed_at(conn: asyncpg.Connection, table: str) -> object:
+    return await conn.fetchval("SELECT last_analyze FROM pg_stat_user_tables WHERE relname = $1", table)
+
+
+async def test_the_statistics_job_analyses_memory_units_beside_the_other_tables(isolated_dsn: str) -> None:
+    # A bulk retain's caller waits for the job: memory_units on one connection, the other tables on a
+    # second one at once. Held up on memory_units, the job still analyses the rest meanwhile.
+    memory = Memory(database_url=isolated_dsn)
+    try:
+        for part in range(2):  # two retains under the job's 50 facts: the table goes stale untouched
+            memory.retain_batch("held", [{"content": f"Mina sorted {part}-{n} jars of plum jam."} for n in range(40)])
+    finally:
+        memory.close()
+    store = await open_store(Settings(database_url=isolated_dsn), min_size=2, max_size=2)
+    holder, observer = await asyncpg.connect(isolated_dsn), await asyncpg.connect(isolated_dsn)
+    job = None
+    try:
+        others = ("memory_links", "unit_entities", "entities", "keyword_postings")  # the ones with rows
+        before = {table: await analysed_at(observer, table) for table in (*others, "memory_units")}
+        assert before["memory_units"] is None
+        held = holder.transaction()
+        await held.start()
+        await holder.execute("LOCK TABLE memory_units IN SHARE UPDATE EXCLUSIVE MODE")  # what ANALYZE takes
+        job = asyncio.create_task(analyze_if_stale(store.pool))
+
+        async def analysed_since() -> set[str]:
+            return {table for table in others if await analysed_at(observer, table) != before[table]}
+
+        for _ in range(200):
+            if await analysed_since() == set(others):
+                break
+            await asyncio.sleep(0.05)
+        assert await analysed_since() == set(others), "the other tables went on meanwhile"
+        assert not job.done(), "memory_units is still held up"
+        assert await analysed_at(observer, "memory_units") is None
+        await held.rollback()
+        assert await asyncio.wait_for(job, 30) is True
+        assert await analysed_at(observer, "memory_units") is not None
+        assert store.pool.get_idle_size() == 2, "both connections given back"
+    finally:
+        await holder.close()  # ends its transaction, should an assertion have failed while it held the lock
+        if job is not None:
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(job, 30)
+        await observer.close()
+        await asyncio.wait_for(store.close(), 30)  # a connection never given back would hold it for ever
+
+
+async def test_the_statistics_job_runs_whole_on_one_connection_when_the_pool_has_no_other(isolated_dsn: str) -> None:
+    memory = Memory(database_url=isolated_dsn)
+    try:
+        for part in range(2):
+            memory.retain_batch("alone", [{"content": f"Ivo dried {part}-{n} bunches of sage."} for n in range(40)])
+    finally:
+        memory.close()
+    store = await open_store(Settings(database_url=isolated_dsn), min_size=1, max_size=1)
+    try:
+        assert await analyze_if_stale(store.pool) is True
+        async with store.pool.acquire() as conn:
+            for table in ANALYZED_TABLES:
+                assert await analysed_at(conn, table) is not None, table
+            assert await all_visible_share(isolated_dsn, "keyword_postings") == 1.0
+    finally:
+        await store.close()

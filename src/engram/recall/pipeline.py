@@ -26,6 +26,7 @@ from engram.recall.scope_size import facts_in_scope
 from engram.recall.scoring import best_first, fuse_scores, leading, proof_factor, recency_factor, temporal_factor
 from engram.recall.speakers import speaker_factor
 from engram.store.instants import OutOfCalendar, clamp, in_utc
+from engram.store.spare import spare_connection, together_then_release
 from engram.types import RecallRequest, RecallResponse
 
 if TYPE_CHECKING:
@@ -123,26 +124,14 @@ async def _graph_in_halves(
     seeds = arms.graph_seeds(semantic)
     if len(seeds) < 2:
         return await arms.graph(conn, scope, semantic, limit)
-    # Never waiting long for a second connection while holding `conn`: recalls that all did would wait
-    # on each other for ever, and under load each would add the wait to its time. With none idle, or none
-    # handed over soon, the whole arm runs on the one connection.
-    if pool.get_idle_size() == 0:
+    # With no connection idle, or none handed over soon, the whole arm runs on the one it has.
+    other = await spare_connection(pool, GRAPH_HALF_ACQUIRE_TIMEOUT_S)
+    if other is None:
         return await arms.graph(conn, scope, semantic, limit)
-    try:
-        other = await pool.acquire(timeout=GRAPH_HALF_ACQUIRE_TIMEOUT_S)
-    except TimeoutError:
-        return await arms.graph(conn, scope, semantic, limit)
-    try:
-        halves = seeds[0::2], seeds[1::2]  # alternating, so each half gets strong and weak seeds alike
-        # Both halves end before either connection is given back, even when one fails.
-        parts = await asyncio.gather(arms.graph(conn, scope, semantic, limit, spread_from=halves[0]),
-                                     arms.graph(other, scope, semantic, limit, spread_from=halves[1]),
-                                     return_exceptions=True)
-    finally:
-        await pool.release(other)
-    failed = [part for part in parts if isinstance(part, BaseException)]
-    if failed:
-        raise failed[0]
+    halves = seeds[0::2], seeds[1::2]  # alternating, so each half gets strong and weak seeds alike
+    parts = await together_then_release(pool, other,
+                                        arms.graph(conn, scope, semantic, limit, spread_from=halves[0]),
+                                        arms.graph(other, scope, semantic, limit, spread_from=halves[1]))
     return arms.best_of_parts(list(parts), limit)
 
 

@@ -1,0 +1,37 @@
+"""Work spread on a second pooled connection beside the caller's, when the pool has one to spare.
+
+Used where PostgreSQL alone works and the caller waits (recall's graph arm, the statistics job): on
+one connection the second core would idle through it."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Awaitable
+from typing import Any
+
+import asyncpg
+
+
+async def spare_connection(pool: asyncpg.Pool, timeout_s: float) -> asyncpg.Connection | None:
+    """A second connection when the pool shows one idle and hands it over within `timeout_s`, else None.
+    The caller already holds a connection: callers that all waited long for a second one would wait on
+    each other for ever, and under load each would add the wait to its time."""
+    if pool.get_idle_size() == 0:
+        return None
+    with contextlib.suppress(TimeoutError):
+        return await pool.acquire(timeout=timeout_s)
+    return None
+
+
+async def together_then_release(pool: asyncpg.Pool, spare: asyncpg.Connection, *steps: Awaitable[Any]) -> list[Any]:
+    """The results of `steps`, awaited at once; `spare` goes back to the pool only once all have ended,
+    even when one failed, and the first failure is raised."""
+    try:
+        outcomes = await asyncio.gather(*steps, return_exceptions=True)
+    finally:
+        await pool.release(spare)
+    failed = [outcome for outcome in outcomes if isinstance(outcome, BaseException)]
+    if failed:
+        raise failed[0]
+    return outcomes
