@@ -185,6 +185,22 @@ async def test_memory_links_are_analysed_from_a_sample_of_9000_links(isolated_ds
         await conn.close()
 
 
+async def stale_facts(dsn: str, bank: str, sentence: str) -> None:
+    """80 facts in two retains under the job's 50 facts, so memory_units is left stale and unanalysed;
+    autovacuum is kept off the table, so it cannot analyse it first."""
+    memory = Memory(database_url=dsn)
+    try:
+        memory.retain_batch(bank, [{"content": sentence.format(f"0-{n}")} for n in range(40)])
+        conn = await asyncpg.connect(dsn)
+        try:
+            await conn.execute("ALTER TABLE memory_units SET (autovacuum_enabled = off)")
+        finally:
+            await conn.close()
+        memory.retain_batch(bank, [{"content": sentence.format(f"1-{n}")} for n in range(40)])
+    finally:
+        memory.close()
+
+
 async def analysed_at(conn: asyncpg.Connection, table: str) -> object:
     return await conn.fetchval("SELECT last_analyze FROM pg_stat_user_tables WHERE relname = $1", table)
 
@@ -192,12 +208,7 @@ async def analysed_at(conn: asyncpg.Connection, table: str) -> object:
 async def test_the_statistics_job_analyses_memory_units_beside_the_other_tables(isolated_dsn: str) -> None:
     # A bulk retain's caller waits for the job: memory_units on one connection, the other tables on a
     # second one at once. Held up on memory_units, the job still analyses the rest meanwhile.
-    memory = Memory(database_url=isolated_dsn)
-    try:
-        for part in range(2):  # two retains under the job's 50 facts: the table goes stale untouched
-            memory.retain_batch("held", [{"content": f"Mina sorted {part}-{n} jars of plum jam."} for n in range(40)])
-    finally:
-        memory.close()
+    await stale_facts(isolated_dsn, "held", "Mina sorted {} jars of plum jam.")
     store = await open_store(Settings(database_url=isolated_dsn), min_size=2, max_size=2)
     holder, observer = await asyncpg.connect(isolated_dsn), await asyncpg.connect(isolated_dsn)
     job = None
@@ -234,12 +245,7 @@ async def test_the_statistics_job_analyses_memory_units_beside_the_other_tables(
 
 
 async def test_the_statistics_job_runs_whole_on_one_connection_when_the_pool_has_no_other(isolated_dsn: str) -> None:
-    memory = Memory(database_url=isolated_dsn)
-    try:
-        for part in range(2):
-            memory.retain_batch("alone", [{"content": f"Ivo dried {part}-{n} bunches of sage."} for n in range(40)])
-    finally:
-        memory.close()
+    await stale_facts(isolated_dsn, "alone", "Ivo dried {} bunches of sage.")
     store = await open_store(Settings(database_url=isolated_dsn), min_size=1, max_size=1)
     try:
         assert await analyze_if_stale(store.pool) is True
