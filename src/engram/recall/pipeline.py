@@ -35,9 +35,6 @@ if TYPE_CHECKING:
     from engram.services import Services
 
 ALL_TYPES = ["world", "experience", "observation"]
-# How long the graph arm waits for its second connection, once the pool showed one idle, before it runs
-# whole on the one it has.
-GRAPH_HALF_ACQUIRE_TIMEOUT_S = 0.05
 
 
 def _window(request: RecallRequest, now: datetime, enabled: bool) -> tuple[datetime, datetime] | None:
@@ -125,7 +122,7 @@ async def _graph_in_halves(
     if len(seeds) < 2:
         return await arms.graph(conn, scope, semantic, limit)
     # With no connection idle, or none handed over soon, the whole arm runs on the one it has.
-    other = await spare_connection(pool, GRAPH_HALF_ACQUIRE_TIMEOUT_S)
+    other = await spare_connection(pool)
     if other is None:
         return await arms.graph(conn, scope, semantic, limit)
     halves = seeds[0::2], seeds[1::2]  # alternating, so each half gets strong and weak seeds alike

@@ -12,8 +12,12 @@ from typing import Any
 
 import asyncpg
 
+# How long a caller waits for its spare connection, once the pool showed one idle, before it does the
+# work on the one it has.
+SPARE_ACQUIRE_TIMEOUT_S = 0.05
 
-async def spare_connection(pool: asyncpg.Pool, timeout_s: float) -> asyncpg.Connection | None:
+
+async def spare_connection(pool: asyncpg.Pool, timeout_s: float = SPARE_ACQUIRE_TIMEOUT_S) -> asyncpg.Connection | None:
     """A second connection when the pool shows one idle and hands it over within `timeout_s`, else None.
     The caller already holds a connection: callers that all waited long for a second one would wait on
     each other for ever, and under load each would add the wait to its time."""

@@ -34,9 +34,6 @@ BASE_THRESHOLD = 50
 BULK_RETAIN_FACTS = 50
 SCALE_FACTOR = 0.1
 _LOCK_KEY = 0x656E6772616D  # pg_try_advisory_lock key of this job ("engram")
-# How long the job waits for its second connection, once the pool showed one idle, before it runs whole
-# on the one it has.
-SECOND_CONNECTION_TIMEOUT_S = 0.05
 
 
 async def publish_write_counts(conn: asyncpg.Connection) -> None:
@@ -73,7 +70,7 @@ async def analyze_if_stale(pool: asyncpg.Pool) -> bool:
 
 async def _refresh(pool: asyncpg.Pool, conn: asyncpg.Connection) -> None:
     """The ANALYZE and VACUUM, on `conn` and a second connection at once when the pool has one idle."""
-    other = await spare_connection(pool, SECOND_CONNECTION_TIMEOUT_S)
+    other = await spare_connection(pool)
     if other is None:
         await conn.execute(f"ANALYZE {ALONE_TABLE}")
         await _analyze_others_and_vacuum(conn)
