@@ -54,3 +54,23 @@ def test_prompt_lists_each_group_and_value() -> None:
     assert "- priority (single value or null)" in section
     assert '• "billing"' in section
     assert "tier (value)" in section
+
+
+def test_a_banks_extraction_classes_are_built_once_for_its_vocabulary() -> None:
+    """Each retain parses the bank's groups afresh; the classes (and so the schema cached per class)
+    are the same ones for the same vocabulary, and new ones when it changes."""
+    from engram.llm.structured import schema_of
+    from engram.retain.extraction import output_model
+
+    raw = [{"key": "priority", "type": "value", "values": [{"value": "low"}, {"value": "urgent"}]},
+           {"key": "topic", "type": "text"}]
+    first = output_model(parse_label_groups(raw), strict=True)
+    assert output_model(parse_label_groups(raw), strict=True) is first
+    assert output_model(parse_label_groups(raw), strict=False) is not first  # the lenient variant
+    assert output_model(parse_label_groups(raw), strict=False, free_form=False) is not output_model(
+        parse_label_groups(raw), strict=False)
+
+    raw[0]["values"].append({"value": "blocked"})
+    changed = output_model(parse_label_groups(raw), strict=True)
+    assert changed is not first
+    assert "blocked" in str(schema_of(changed)) and "blocked" not in str(schema_of(first))

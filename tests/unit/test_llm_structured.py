@@ -147,3 +147,19 @@ def test_the_schema_is_made_once_and_handed_out_as_a_copy() -> None:
     assert first == Answer.model_json_schema()
     first["properties"]["answer"]["type"] = "string"  # a caller editing what it was given
     assert schema_of(Answer) == Answer.model_json_schema()
+
+
+def test_the_schema_is_built_by_pydantic_once_per_class(monkeypatch: pytest.MonkeyPatch) -> None:
+    class Fresh(BaseModel):  # a class no other test has asked for yet
+        verdict: str
+
+    built = []
+    original = Fresh.model_json_schema.__func__
+
+    def counting(cls, *args, **kwargs):
+        built.append(cls)
+        return original(cls, *args, **kwargs)
+
+    monkeypatch.setattr(Fresh, "model_json_schema", classmethod(counting))
+    assert [schema_of(Fresh) for _ in range(3)] == [Fresh.model_json_schema()] * 3
+    assert len(built) == 2  # the cached one, then the comparison's own
