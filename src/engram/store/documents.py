@@ -13,6 +13,32 @@ async def list_documents(
     conn: Conn, bank_id: str, *, q: str | None, tags: list[str] | None, tags_match: str, limit: int, offset: int
 ) -> tuple[list[asyncpg.Record], int]:
     params = SqlParams()
+    where = _documents_where(params, bank_id, q, tags, tags_match)
+    # The page is cut on narrow rows, then its documents' facts are counted: counted in the same select,
+    # the total (a window over every match) had them counted for every document of the bank (~90 ms a
+    # page at 100,000 documents, ~300 ms deep in the list).
+    rows = await conn.fetch(
+        f"""
+        SELECT d.id, d.bank_id, d.content_hash, d.created_at, d.updated_at, d.tags, d.metadata, d.retain_params,
+               coalesce(length(d.original_text), 0) AS text_length,
+               (SELECT count(*) FROM memory_units m WHERE m.bank_id = d.bank_id AND m.document_id = d.id)
+                   AS memory_unit_count,
+               page.total
+        FROM (SELECT d.bank_id, d.id, count(*) OVER () AS total FROM documents d WHERE {where}
+              ORDER BY d.updated_at DESC, d.id LIMIT {params.add(limit)} OFFSET {params.add(offset)}) page
+        JOIN documents d ON d.bank_id = page.bank_id AND d.id = page.id
+        ORDER BY d.updated_at DESC, d.id
+        """,
+        *params.values,
+    )
+    if rows:
+        return rows, rows[0]["total"]
+    count_params = SqlParams()  # a page past the end still reports how many there are
+    count_where = _documents_where(count_params, bank_id, q, tags, tags_match)
+    return rows, await conn.fetchval(f"SELECT count(*) FROM documents d WHERE {count_where}", *count_params.values)
+
+
+def _documents_where(params: SqlParams, bank_id: str, q: str | None, tags: list[str] | None, tags_match: str) -> str:
     parts = [f"d.bank_id = {params.add(bank_id)}"]
     if q:
         ref = params.add(like_pattern(q))
@@ -20,19 +46,7 @@ async def list_documents(
     condition = tags_condition(params, tags, tags_match, column="d.tags")
     if condition != "TRUE":
         parts.append(condition)
-    rows = await conn.fetch(
-        f"""
-        SELECT d.id, d.bank_id, d.content_hash, d.created_at, d.updated_at, d.tags, d.metadata, d.retain_params,
-               coalesce(length(d.original_text), 0) AS text_length,
-               (SELECT count(*) FROM memory_units m WHERE m.bank_id = d.bank_id AND m.document_id = d.id)
-                   AS memory_unit_count,
-               count(*) OVER () AS total
-        FROM documents d WHERE {" AND ".join(parts)}
-        ORDER BY d.updated_at DESC, d.id LIMIT {params.add(limit)} OFFSET {params.add(offset)}
-        """,
-        *params.values,
-    )
-    return rows, (rows[0]["total"] if rows else 0)
+    return " AND ".join(parts)
 
 
 async def get_document(conn: Conn, bank_id: str, document_id: str) -> asyncpg.Record | None:
