@@ -99,26 +99,18 @@ def _fact_model(free_form: bool, strict: bool) -> type[BaseModel]:
 def output_model(groups: list[LabelGroup], *, strict: bool = True, free_form: bool = True) -> type[BaseModel]:
     """The schema the LLM must answer with: with label groups, each fact carries a typed `labels`
     (required when a group is, so a strict provider must fill it)."""
-    if not groups:
-        return _output_model_without_labels(strict, free_form)
-    return _output_model_with_labels(tuple(group.model_dump_json() for group in groups), strict, free_form)
+    return _cached_output_model(tuple(group.model_dump_json() for group in groups), strict, free_form)
 
 
-@lru_cache(maxsize=4)
-def _output_model_without_labels(strict: bool, free_form: bool) -> type[BaseModel]:
-    """One class per variant, so the JSON schema cached per class (`schema_of`) is built once."""
-    if free_form and not strict:
-        return ExtractionOutput
-    return _build_output_model([], strict, free_form)
-
-
-# A bank's label groups come back from its config on every retain, as new objects. Built afresh, each
-# extraction call created the pydantic classes twice and their JSON schema once: ~3.8 ms of the event
-# loop for three small groups, against 0.05 ms without labels, and each new class took a place in
-# `schema_of`'s cache. Keyed by the groups' JSON, a bank's classes are built once; a changed vocabulary
-# is another key. Enough entries for the banks a server retains into at once.
+# One class per variant and vocabulary, so the JSON schema cached per class (`schema_of`) is built once.
+# A bank's label groups come back from its config on every retain, as new objects: built afresh, each
+# extraction call created the pydantic classes twice and their JSON schema once (~3.8 ms of the event
+# loop for three small groups, against 0.05 ms without labels). Keyed by the groups' JSON, a changed
+# vocabulary is another key. Enough entries for the banks a server retains into at once.
 @lru_cache(maxsize=64)
-def _output_model_with_labels(groups_json: tuple[str, ...], strict: bool, free_form: bool) -> type[BaseModel]:
+def _cached_output_model(groups_json: tuple[str, ...], strict: bool, free_form: bool) -> type[BaseModel]:
+    if not groups_json and free_form and not strict:
+        return ExtractionOutput
     groups = [LabelGroup.model_validate_json(text) for text in groups_json]
     return _build_output_model(groups, strict, free_form)
 
