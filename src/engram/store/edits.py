@@ -79,4 +79,4 @@ async def update_unit(
 async def detach_entities(conn: asyncpg.Connection, unit_id: uuid.UUID) -> None:
     """Forget the unit's entity mentions (before new ones are stored) and recount the entities."""
     rows = await conn.fetch("DELETE FROM unit_entities WHERE unit_id = $1 RETURNING entity_id", unit_id)
-    await refresh_entity_counts(conn, [row["entity_id"] for row in rows])
+    await refresh_entity_counts(conn, [unit_id] * len(rows), [row["entity_id"] for row in rows])

@@ -129,11 +129,20 @@ async def entities_of_units(conn: asyncpg.Connection, unit_ids: list[uuid.UUID])
     return [row["entity_id"] for row in rows]
 
 
-async def refresh_entity_counts(conn: asyncpg.Connection, entity_ids: list[uuid.UUID]) -> None:
-    """After facts were deleted: recount mentions and co-occurrences of the affected entities and
-    remove entities no fact mentions any more."""
-    if not entity_ids:
+# Up to this many removed mentions, only the entity pairs they joined are recounted; past it, every
+# pair of every touched entity is, in one join (cheaper than a lookup per pair when most pairs change).
+PAIRWISE_RECOUNT_LIMIT = 200
+
+
+async def refresh_entity_counts(
+    conn: asyncpg.Connection, removed_units: list[uuid.UUID], removed_entities: list[uuid.UUID]
+) -> None:
+    """After entity mentions were removed (the i-th unit mentioned the i-th entity; their facts deleted
+    or their mentions detached): recount the entities' mentions and the co-occurrences the removed
+    facts had joined, and remove the entities no fact mentions any more."""
+    if not removed_entities:
         return
+    entity_ids = list(set(removed_entities))
     await conn.execute(
         """
         UPDATE entities e SET mention_count = (SELECT count(*) FROM unit_entities ue WHERE ue.entity_id = e.id)
@@ -141,6 +150,47 @@ async def refresh_entity_counts(conn: asyncpg.Connection, entity_ids: list[uuid.
         """,
         entity_ids,
     )
+    if len(removed_entities) <= PAIRWISE_RECOUNT_LIMIT:
+        await _recount_pairs(conn, removed_units, removed_entities)
+    else:
+        await _recount_all_pairs_of(conn, entity_ids)
+    await conn.execute("DELETE FROM entities WHERE id = ANY($1::uuid[]) AND mention_count = 0", entity_ids)
+
+
+async def _recount_pairs(
+    conn: asyncpg.Connection, removed_units: list[uuid.UUID], removed_entities: list[uuid.UUID]
+) -> None:
+    """Recount the co-occurrence of each pair of entities one removed unit mentioned together: the
+    facts still mentioning both (one index range of the first entity, a key lookup of the second)."""
+    await conn.execute(
+        """
+        WITH pairs AS (
+            SELECT DISTINCT a.e AS entity_a, b.e AS entity_b
+            FROM unnest($1::uuid[], $2::uuid[]) AS a(u, e)
+            JOIN unnest($1::uuid[], $2::uuid[]) AS b(u, e) ON a.u = b.u AND a.e < b.e
+        ), counted AS (
+            SELECT p.entity_a, p.entity_b, c.n, c.last_cooccurred FROM pairs p
+            CROSS JOIN LATERAL (
+                SELECT count(*) AS n, max(m.created_at) AS last_cooccurred
+                FROM unit_entities x
+                JOIN unit_entities y ON y.unit_id = x.unit_id AND y.entity_id = p.entity_b
+                JOIN memory_units m ON m.id = x.unit_id
+                WHERE x.entity_id = p.entity_a
+            ) c
+        ), gone AS (
+            DELETE FROM entity_cooccurrences ec USING counted
+            WHERE ec.entity_a = counted.entity_a AND ec.entity_b = counted.entity_b AND counted.n = 0
+        )
+        UPDATE entity_cooccurrences ec SET count = counted.n, last_cooccurred = counted.last_cooccurred
+        FROM counted
+        WHERE ec.entity_a = counted.entity_a AND ec.entity_b = counted.entity_b AND counted.n > 0
+        """,
+        removed_units,
+        removed_entities,
+    )
+
+
+async def _recount_all_pairs_of(conn: asyncpg.Connection, entity_ids: list[uuid.UUID]) -> None:
     await conn.execute(
         "DELETE FROM entity_cooccurrences WHERE entity_a = ANY($1::uuid[]) OR entity_b = ANY($1::uuid[])",
         entity_ids,
@@ -157,9 +207,6 @@ async def refresh_entity_counts(conn: asyncpg.Connection, entity_ids: list[uuid.
         ON CONFLICT (entity_a, entity_b) DO UPDATE SET count = excluded.count
         """,
         entity_ids,
-    )
-    await conn.execute(
-        "DELETE FROM entities WHERE id = ANY($1::uuid[]) AND mention_count = 0", entity_ids
     )
 
 

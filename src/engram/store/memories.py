@@ -164,16 +164,13 @@ async def delete_units_where(conn: asyncpg.Connection, where_sql: str, *args: An
     """Delete the units matching a condition on `memory_units m` and keep what depends on them right:
     entity mention and co-occurrence counts (orphan entities go), and observations built on them
     (those left with no source go; the others' remaining sources are consolidated again)."""
-    entity_ids = [
-        r["entity_id"]
-        for r in await conn.fetch(
-            f"SELECT DISTINCT ue.entity_id FROM unit_entities ue JOIN memory_units m ON m.id = ue.unit_id"
-            f" WHERE {where_sql}",
-            *args,
-        )
-    ]
+    mentions = await conn.fetch(
+        f"SELECT ue.unit_id, ue.entity_id FROM unit_entities ue JOIN memory_units m ON m.id = ue.unit_id"
+        f" WHERE {where_sql}",
+        *args,
+    )
     rows = await conn.fetch(f"DELETE FROM memory_units m WHERE {where_sql} RETURNING m.id, m.bank_id", *args)
-    await refresh_entity_counts(conn, entity_ids)
+    await refresh_entity_counts(conn, [r["unit_id"] for r in mentions], [r["entity_id"] for r in mentions])
     deleted = [row["id"] for row in rows]
     for bank_id in {row["bank_id"] for row in rows}:
         await forget_sources(conn, bank_id, deleted)
