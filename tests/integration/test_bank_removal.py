@@ -1,11 +1,14 @@
-"""Clearing a bank's memories and deleting a bank remove everything of that bank in a few whole-bank
-statements (links and keyword postings by bank, then the facts, then their documents), so these count
-each table's rows of the bank before and after, and check that a neighbouring bank keeps all of its own."""
+"""Clearing a bank's memories and deleting a bank remove everything of that bank in a few statements
+per 20,000 facts (keyword postings by bank, each chunk's links by its facts, then the facts, then their
+documents), so these count each table's rows of the bank before and after,
+and check that a neighbouring bank keeps all of its own."""
 
 from __future__ import annotations
 
 import asyncpg
 import httpx
+
+from engram.store.memories import delete_bank_memories
 
 # Rows of one bank ($1) in each table a retain writes to.
 BANK_ROWS = {
@@ -38,18 +41,26 @@ async def rows_of(conn: asyncpg.Connection, bank_id: str) -> dict[str, int]:
     return {table: await conn.fetchval(sql, bank_id) for table, sql in BANK_ROWS.items()}
 
 
+async def fill_bank_and_neighbour(
+    http: httpx.Client, conn: asyncpg.Connection, bank_id: str, neighbour: str
+) -> tuple[dict[str, int], dict[str, int]]:
+    """The same days retained into both banks; each bank's rows per table."""
+    retain_harbour_days(http, bank_id)
+    retain_harbour_days(http, neighbour)
+    before = await rows_of(conn, bank_id)
+    assert all(before.values()), f"every table holds rows of the bank: {before}"
+    neighbours = await rows_of(conn, neighbour)
+    assert neighbours == before
+    return before, neighbours
+
+
 async def test_clearing_and_deleting_a_bank_leave_no_row_of_it_and_every_row_of_its_neighbour(
     http: httpx.Client, bank_id: str, pg_dsn: str
 ) -> None:
     neighbour = f"{bank_id}-neighbour"
-    retain_harbour_days(http, bank_id)
-    retain_harbour_days(http, neighbour)
     conn = await asyncpg.connect(pg_dsn)
     try:
-        before = await rows_of(conn, bank_id)
-        assert all(before.values()), f"every table holds rows of the bank: {before}"
-        neighbours = await rows_of(conn, neighbour)
-        assert neighbours == before
+        before, neighbours = await fill_bank_and_neighbour(http, conn, bank_id, neighbour)
 
         cleared = http.delete(f"/v1/default/banks/{bank_id}/memories").json()
         assert cleared["deleted_count"] == before["memory_units"]
@@ -63,6 +74,25 @@ async def test_clearing_and_deleting_a_bank_leave_no_row_of_it_and_every_row_of_
         assert http.delete(f"/v1/default/banks/{bank_id}").status_code == 200
         assert await rows_of(conn, bank_id) == dict.fromkeys(BANK_ROWS, 0)
         assert await conn.fetchval("SELECT count(*) FROM banks WHERE bank_id = $1", bank_id) == 0
+        assert await rows_of(conn, neighbour) == neighbours
+    finally:
+        await conn.close()
+
+
+async def test_a_bank_cleared_a_few_facts_and_documents_at_a_time_loses_every_row(
+    http: httpx.Client, bank_id: str, pg_dsn: str
+) -> None:
+    # The API deletes 20,000 facts (or documents) per statement; here two at a time, so the bank's six
+    # facts and two documents take several statements each, all read from cursors opened before the
+    # first delete.
+    neighbour = f"{bank_id}-neighbour"
+    conn = await asyncpg.connect(pg_dsn)
+    try:
+        before, neighbours = await fill_bank_and_neighbour(http, conn, bank_id, neighbour)
+        assert before["memory_units"] > 4 and before["documents"] == 2, before
+        async with conn.transaction():
+            assert await delete_bank_memories(conn, bank_id, chunk=2) == before["memory_units"]
+        assert await rows_of(conn, bank_id) == dict.fromkeys(BANK_ROWS, 0)
         assert await rows_of(conn, neighbour) == neighbours
     finally:
         await conn.close()

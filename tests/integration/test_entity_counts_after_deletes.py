@@ -10,6 +10,7 @@ import pytest
 from engram import Memory
 from engram.store import entities
 from engram.store.documents import delete_document
+from engram.store.memories import delete_facts_of_type
 
 BANK = "harbour"
 # Each document one retain, in this order: (A, B) co-occur in doc-1 and later in doc-2, so deleting
@@ -42,16 +43,20 @@ async def assert_counts_match_a_recount(conn: asyncpg.Connection) -> dict[str, i
     return mentions
 
 
-@pytest.mark.parametrize("pairwise_limit", [entities.PAIRWISE_RECOUNT_LIMIT, 0], ids=["pairwise", "all-pairs"])
-async def test_counts_after_deleting_documents_equal_a_recount(
-    isolated_dsn: str, monkeypatch: pytest.MonkeyPatch, pairwise_limit: int
-) -> None:
-    memory = Memory(database_url=isolated_dsn)
+def retain_documents(dsn: str) -> None:
+    memory = Memory(database_url=dsn)
     try:
         for document_id, (text, names) in DOCUMENTS.items():
             memory.retain(BANK, text, document_id=document_id, entities=[{"text": name} for name in names])
     finally:
         memory.close()
+
+
+@pytest.mark.parametrize("pairwise_limit", [entities.PAIRWISE_RECOUNT_LIMIT, 0], ids=["pairwise", "all-pairs"])
+async def test_counts_after_deleting_documents_equal_a_recount(
+    isolated_dsn: str, monkeypatch: pytest.MonkeyPatch, pairwise_limit: int
+) -> None:
+    retain_documents(isolated_dsn)
     monkeypatch.setattr(entities, "PAIRWISE_RECOUNT_LIMIT", pairwise_limit)
     conn = await asyncpg.connect(isolated_dsn)
     try:
@@ -67,5 +72,22 @@ async def test_counts_after_deleting_documents_equal_a_recount(
 
         assert await delete_document(conn, BANK, "doc-4") == 1
         assert await assert_counts_match_a_recount(conn) == {"Ana": 2, "Bruno": 1, "Carla": 1}
+    finally:
+        await conn.close()
+
+
+async def test_counts_after_clearing_every_world_fact_a_few_at_a_time_equal_a_recount(isolated_dsn: str) -> None:
+    # DELETE …/memories?type=world deletes 20,000 facts per statement and recounts the entities they
+    # mentioned once at the end; one fact per statement here.
+    retain_documents(isolated_dsn)
+    conn = await asyncpg.connect(isolated_dsn)
+    try:
+        await conn.execute("UPDATE memory_units SET fact_type = 'experience' WHERE document_id = 'doc-3'")
+        async with conn.transaction():
+            assert await delete_facts_of_type(conn, BANK, "world", chunk=1) == 3
+        left = await conn.fetch("SELECT document_id, fact_type FROM memory_units WHERE bank_id = $1", BANK)
+        assert [tuple(row) for row in left] == [("doc-3", "experience")]
+        assert await assert_counts_match_a_recount(conn) == {"Ana": 1, "Carla": 1}
+        assert await conn.fetchval("SELECT count(*) FROM entity_cooccurrences WHERE bank_id = $1", BANK) == 1
     finally:
         await conn.close()

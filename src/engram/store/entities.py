@@ -142,7 +142,26 @@ async def refresh_entity_counts(
     facts had joined, and remove the entities no fact mentions any more."""
     if not removed_entities:
         return
+    if len(removed_entities) > PAIRWISE_RECOUNT_LIMIT:
+        await recount_entities(conn, list(set(removed_entities)))
+        return
     entity_ids = list(set(removed_entities))
+    await _recount_mentions(conn, entity_ids)
+    await _recount_pairs(conn, removed_units, removed_entities)
+    await _delete_unmentioned(conn, entity_ids)
+
+
+async def recount_entities(conn: asyncpg.Connection, entity_ids: list[uuid.UUID]) -> None:
+    """Recount these entities' mentions and all of their co-occurrences from the facts left, and
+    remove the entities no fact mentions any more: after many of their mentions went at once."""
+    if not entity_ids:
+        return
+    await _recount_mentions(conn, entity_ids)
+    await _recount_all_pairs_of(conn, entity_ids)
+    await _delete_unmentioned(conn, entity_ids)
+
+
+async def _recount_mentions(conn: asyncpg.Connection, entity_ids: list[uuid.UUID]) -> None:
     await conn.execute(
         """
         UPDATE entities e SET mention_count = (SELECT count(*) FROM unit_entities ue WHERE ue.entity_id = e.id)
@@ -150,10 +169,9 @@ async def refresh_entity_counts(
         """,
         entity_ids,
     )
-    if len(removed_entities) <= PAIRWISE_RECOUNT_LIMIT:
-        await _recount_pairs(conn, removed_units, removed_entities)
-    else:
-        await _recount_all_pairs_of(conn, entity_ids)
+
+
+async def _delete_unmentioned(conn: asyncpg.Connection, entity_ids: list[uuid.UUID]) -> None:
     await conn.execute("DELETE FROM entities WHERE id = ANY($1::uuid[]) AND mention_count = 0", entity_ids)
 
 
