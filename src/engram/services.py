@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from engram.link_counts import LinkCounts
     from engram.llm.base import LLMProvider
     from engram.settings import Settings
     from engram.store.pool import Store
@@ -18,6 +19,7 @@ class Services:
     store: Store
     llm: LLMProvider | None = None
     wake: Callable[[], None] | None = None  # set by the in-process worker: look at the queue now
+    link_counts: LinkCounts = field(default_factory=lambda: _link_counts())  # the stats' slow part, kept a while
 
     def wake_worker(self) -> None:
         if self.wake is not None:
@@ -40,3 +42,9 @@ class Services:
 
         row = await self.pool.fetchrow("SELECT config FROM banks WHERE bank_id = $1", bank_id)
         return None if row is None else resolve_config(self.settings.bank_defaults, row["config"] or {}, bank_id)
+
+
+def _link_counts() -> LinkCounts:
+    from engram.link_counts import LinkCounts
+
+    return LinkCounts()

@@ -128,6 +128,8 @@ class Settings:
     llm_trace_enabled: bool = False  # store every LLM call (GET …/llm-requests)
     llm_trace_max_chars: int = 50_000  # per stored request / response
     llm_trace_retention_days: int = 1  # -1 keeps traces forever
+    stats_link_counts_keep_seconds: float = 60.0  # a bank's link counts kept this long when counting is slow
+    stats_link_counts_slow_ms: float = 200.0  # slow: counting took at least this
     bank_defaults: dict[str, Any] = field(default_factory=env_bank_defaults)
 
     @classmethod
@@ -184,6 +186,8 @@ class Settings:
             llm_trace_enabled=get("llm_trace_enabled", False),
             llm_trace_max_chars=get("llm_trace_max_chars", 50_000),
             llm_trace_retention_days=get("llm_trace_retention_days", 1),
+            stats_link_counts_keep_seconds=get("stats_link_counts_keep_seconds", 60.0),
+            stats_link_counts_slow_ms=get("stats_link_counts_slow_ms", 200.0),
             bank_defaults=env_bank_defaults(environ),
         )
 

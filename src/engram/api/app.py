@@ -45,6 +45,7 @@ from engram.api.errors import UnexpectedErrors, install_error_handlers
 from engram.api.limits import RequestLimits
 from engram.api.metrics import RequestTiming
 from engram.audit.middleware import AuditLog
+from engram.link_counts import LinkCounts
 from engram.llm.trace_context import TraceContext
 from engram.mcp.http import mcp_router
 from engram.services import Services
@@ -89,7 +90,9 @@ async def open_services(settings: Settings) -> Services:
 
             llm = TracingProvider(llm, store, max_chars=settings.llm_trace_max_chars,
                                   retention_days=settings.llm_trace_retention_days)
-    return Services(settings=settings, store=store, llm=llm)
+    link_counts = LinkCounts(keep_seconds=settings.stats_link_counts_keep_seconds,
+                             slow_seconds=settings.stats_link_counts_slow_ms / 1000)
+    return Services(settings=settings, store=store, llm=llm, link_counts=link_counts)
 
 
 async def close_services(svc: Services) -> None:

@@ -114,7 +114,9 @@ async def create_or_update_bank(
 
 @router.delete("/{bank_id}", response_model=DeleteResponse)
 async def delete_bank(bank_id: str, svc: Services = Depends(services)) -> DeleteResponse:
-    if not await store.delete_bank(svc.pool, bank_id):
+    deleted = await store.delete_bank(svc.pool, bank_id)
+    svc.link_counts.forget(bank_id)
+    if not deleted:
         raise BankNotFound(bank_id)
     return DeleteResponse(success=True, message=f"bank '{bank_id}' deleted")
 
@@ -171,21 +173,22 @@ async def get_stats(bank_id: str, refresh: bool = False, svc: Services = Depends
         raise BankNotFound(bank_id)
     config = resolve_config(svc.settings.bank_defaults, row["config"] or {})
     stats = await store.bank_stats(svc.pool, bank_id)
+    links = await svc.link_counts.of(svc.pool, bank_id, refresh=refresh)
     by_type = dict(stats["by_type"])
     ops = dict(stats["ops"])
     breakdown: dict[str, dict[str, int]] = {}
     by_fact_type_links: dict[str, int] = {}
-    for key, count in stats["breakdown"].items():
+    for key, count in links["breakdown"].items():
         fact_type, link_type = key.split("/", 1)
         breakdown.setdefault(fact_type, {})[link_type] = count
         by_fact_type_links[fact_type] = by_fact_type_links.get(fact_type, 0) + count
     return {
         "bank_id": bank_id,
         "total_nodes": sum(by_type.values()),
-        "total_links": sum(stats["by_link"].values()),
+        "total_links": sum(links["by_link"].values()),
         "total_documents": stats["documents"],
         "nodes_by_fact_type": by_type,
-        "links_by_link_type": dict(stats["by_link"]),
+        "links_by_link_type": links["by_link"],
         "links_by_fact_type": by_fact_type_links,
         "links_breakdown": breakdown,
         "pending_operations": ops.get("pending", 0) + ops.get("processing", 0),

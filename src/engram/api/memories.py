@@ -141,6 +141,7 @@ async def clear_memories(
     one_of(type, choices.FACT_TYPES, "type")
     await require_bank(svc, bank_id)
     deleted = await store.clear_units(svc.pool, bank_id, type)
+    svc.link_counts.forget(bank_id)
     return DeleteResponse(success=True, message=f"deleted {deleted} memories", deleted_count=deleted)
 
 

@@ -254,6 +254,7 @@ async def get_bank_stats(svc: Services, bank_id: str, _: NoArgs) -> dict[str, An
 
     await require_bank(svc, bank_id)
     stats = await store.bank_stats(svc.pool, bank_id)
+    links = await svc.link_counts.of(svc.pool, bank_id)
     by_type = dict(stats["by_type"])
     ops = dict(stats["ops"])
     return compact({
@@ -261,8 +262,8 @@ async def get_bank_stats(svc: Services, bank_id: str, _: NoArgs) -> dict[str, An
         "total_memories": sum(by_type.values()),
         "memories_by_type": by_type,
         "total_documents": stats["documents"],
-        "total_links": sum(stats["by_link"].values()),
-        "links_by_type": dict(stats["by_link"]),
+        "total_links": sum(links["by_link"].values()),
+        "links_by_type": links["by_link"],
         "operations_by_status": ops,
         "pending_operations": ops.get("pending", 0) + ops.get("processing", 0),
         "failed_operations": ops.get("failed", 0),

@@ -108,23 +108,20 @@ async def _count_banks(conn: Conn, q: str | None, only: list[str] | None) -> int
 
 
 async def bank_stats(conn: Conn, bank_id: str) -> dict[str, Any]:
-    """Counts for GET …/stats, in one round trip."""
+    """Counts for GET …/stats but the links' (`bank_link_counts`), in one round trip."""
     row = await conn.fetchrow(
         f"""
         SELECT
           (SELECT coalesce(jsonb_object_agg(fact_type, n), '{{}}') FROM
              (SELECT fact_type, count(*) n FROM memory_units WHERE bank_id = $1 GROUP BY 1) t) AS by_type,
-          (SELECT coalesce(jsonb_object_agg(link_type, n), '{{}}') FROM
-             (SELECT link_type, count(*) n FROM memory_links WHERE bank_id = $1 GROUP BY 1) t) AS by_link,
-          (SELECT coalesce(jsonb_object_agg(k, v), '{{}}') FROM
-             (SELECT m.fact_type || '/' || l.link_type AS k, count(*) v
-              FROM memory_links l JOIN memory_units m ON m.id = l.from_unit
-              WHERE l.bank_id = $1 GROUP BY 1) t) AS breakdown,
           (SELECT count(*) FROM documents WHERE bank_id = $1) AS documents,
           (SELECT coalesce(jsonb_object_agg(status, n), '{{}}') FROM
              (SELECT status, count(*) n FROM async_operations WHERE bank_id = $1 GROUP BY 1) t) AS ops,
           (SELECT max(consolidated_at) FROM consolidation_status WHERE bank_id = $1) AS last_consolidated_at,
-          (SELECT max(created_at) FROM memory_units WHERE bank_id = $1) AS last_write_at,
+          (SELECT max(latest.created_at) FROM unnest(ARRAY['world', 'experience', 'observation']) AS f(fact_type)
+           CROSS JOIN LATERAL (SELECT created_at FROM memory_units m WHERE m.bank_id = $1
+                               AND m.fact_type = f.fact_type ORDER BY created_at DESC LIMIT 1) latest
+          ) AS last_write_at,  -- the newest fact of each type: one index probe each, not every fact
           (SELECT count(*) FROM {waiting_facts("$1")}) AS pending_consolidation,
           (SELECT count(*) FROM consolidation_status WHERE bank_id = $1
              AND failed_at IS NOT NULL AND consolidated_at IS NULL) AS failed_consolidation
@@ -132,3 +129,21 @@ async def bank_stats(conn: Conn, bank_id: str) -> dict[str, Any]:
         bank_id,
     )
     return dict(row)
+
+
+async def bank_link_counts(conn: Conn, bank_id: str) -> dict[str, dict[str, int]]:
+    """The bank's links by type (`by_link`) and by "source fact type/link type" (`breakdown`). The
+    one part of a bank's stats that grows with its links, ~50 a memory: ~1 s at 100,000 memories."""
+    row = await conn.fetchrow(
+        """
+        SELECT
+          (SELECT coalesce(jsonb_object_agg(link_type, n), '{}') FROM
+             (SELECT link_type, count(*) n FROM memory_links WHERE bank_id = $1 GROUP BY 1) t) AS by_link,
+          (SELECT coalesce(jsonb_object_agg(k, v), '{}') FROM
+             (SELECT m.fact_type || '/' || l.link_type AS k, count(*) v
+              FROM memory_links l JOIN memory_units m ON m.id = l.from_unit
+              WHERE l.bank_id = $1 GROUP BY 1) t) AS breakdown
+        """,
+        bank_id,
+    )
+    return {"by_link": dict(row["by_link"]), "breakdown": dict(row["breakdown"])}
