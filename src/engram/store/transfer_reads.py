@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+
 import asyncpg
 
 from engram.store.consolidation_status import STATUS_COLUMNS, STATUS_JOIN
@@ -9,6 +11,13 @@ from engram.store.tx import Conn
 
 _NAMES = """ARRAY(SELECT e.canonical_name FROM unit_entities ue JOIN entities e ON e.id = ue.entity_id
                  WHERE ue.unit_id = m.id AND e.entity_kind = '{kind}' ORDER BY e.canonical_name)"""
+
+
+# What an archive's fact carries: not the vector (384 numbers a fact, re-embedded on import) nor the
+# keyword index's `search`, which as Python objects were most of an export's memory.
+_FACT_COLUMNS = """m.id, m.document_id, m.text, m.context, m.fact_type, m.fact_kind, m.lead_in, m.state, m.tags,
+                   m.metadata, m.observation_scopes, m.occurred_start, m.occurred_end, m.mentioned_at, m.created_at,
+                   m.edited_at, m.invalidated_at, m.invalidation_reason"""
 
 
 async def documents(conn: Conn, bank_id: str, only: list[str] | None) -> list[asyncpg.Record]:
@@ -31,7 +40,7 @@ async def facts(conn: Conn, bank_id: str) -> list[asyncpg.Record]:
     """World and experience facts with their entity names, in document and chunk order."""
     return await conn.fetch(
         f"""
-        SELECT m.*, ch.chunk_index, {_NAMES.format(kind='free')} AS free_names,
+        SELECT {_FACT_COLUMNS}, ch.chunk_index, {_NAMES.format(kind='free')} AS free_names,
                {_NAMES.format(kind='label')} AS label_names, {STATUS_COLUMNS}
         FROM memory_units m LEFT JOIN chunks ch ON ch.id = m.chunk_id {STATUS_JOIN}
         WHERE m.bank_id = $1 AND m.fact_type <> 'observation'
@@ -41,12 +50,24 @@ async def facts(conn: Conn, bank_id: str) -> list[asyncpg.Record]:
     )
 
 
-async def links(conn: Conn, bank_id: str) -> list[asyncpg.Record]:
+async def causal_links(conn: Conn, bank_id: str) -> list[asyncpg.Record]:
     return await conn.fetch(
+        "SELECT from_unit, to_unit FROM memory_links WHERE bank_id = $1 AND link_type = 'causal'"
+        " ORDER BY from_unit, to_unit",
+        bank_id,
+    )
+
+
+async def link_batches(conn: asyncpg.Connection, bank_id: str, size: int) -> AsyncIterator[list[asyncpg.Record]]:
+    """Every link of the bank, `size` at a time from a cursor (~50 links a memory: 5 million at 100,000
+    memories, which as one list of records took gigabytes). Needs the export's open transaction."""
+    cursor = await conn.cursor(
         "SELECT from_unit, to_unit, link_type, weight FROM memory_links WHERE bank_id = $1"
         " ORDER BY from_unit, to_unit, link_type",
         bank_id,
     )
+    while rows := await cursor.fetch(size):
+        yield rows
 
 
 async def observations(conn: Conn, bank_id: str) -> list[asyncpg.Record]:

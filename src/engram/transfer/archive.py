@@ -20,7 +20,7 @@ import json
 import zipfile
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import IO, Any
 
 from engram.errors import InvalidInput
 
@@ -114,24 +114,49 @@ def _default(value: Any) -> Any:
     return str(value)
 
 
-def write_archive(archive: Archive) -> bytes:
-    buffer = io.BytesIO()
-    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as zf:
+class ArchiveWriter:
+    """Writes an archive into a file entry by entry: its contents (`write_contents`), then its links
+    a batch at a time (`add_links`: `links.json` is one JSON array written as it comes), then the
+    manifest (`finish`). A bank's links are most of its archive (~50 a memory), so they never need
+    to be in memory at once. Synchronous: callers run it off the event loop."""
+
+    def __init__(self, file: IO[bytes]) -> None:
+        self._zf = zipfile.ZipFile(file, "w", zipfile.ZIP_DEFLATED)
+        self._links: IO[str] | None = None
+        self._links_written = 0
+
+    def write_contents(self, archive: Archive) -> None:
+        """Everything but the manifest; the links too when the archive holds them."""
+        zf = self._zf
         for index, document in enumerate(archive.documents):
             zf.writestr(f"documents/{index:06d}.json", _dump(document))
         zf.writestr("observations.json", _dump(archive.observations))
         for name in TABLE_FILES:
             zf.writestr(f"{name}.json", _dump(archive.table(name)))
         zf.writestr("banks.json", _dump(archive.banks))
-        if archive.links is not None:
-            zf.writestr("links.json", _dump(archive.links))
         if archive.attachments:
             metadata = [{k: v for k, v in meta.items() if k != "data"} for meta in archive.attachments]
             for meta in archive.attachments:
                 zf.writestr(meta["path"], meta["data"])
             zf.writestr("attachments.json", _dump(metadata))
-        zf.writestr("manifest.json", _dump(archive.manifest))
-    return buffer.getvalue()
+        if archive.links is not None:
+            self.add_links(archive.links)
+
+    def add_links(self, links: list[dict[str, Any]]) -> None:
+        if self._links is None:
+            self._links = io.TextIOWrapper(self._zf.open("links.json", "w", force_zip64=True), encoding="utf-8")
+            self._links.write("[")
+        for link in links:
+            self._links.write(",\n" if self._links_written else "\n")
+            self._links.write(json.dumps(link, ensure_ascii=False))
+            self._links_written += 1
+
+    def finish(self, manifest: dict[str, Any]) -> None:
+        if self._links is not None:
+            self._links.write("\n]\n")
+            self._links.close()
+        self._zf.writestr("manifest.json", _dump(manifest))
+        self._zf.close()
 
 
 def manifest_for(source_bank_id: str, archive: Archive, *, archive_type: str, scope: dict[str, bool]) -> dict[str, Any]:

@@ -3,10 +3,13 @@ history), and with the bank's config its profile, mental models (with history) a
 
 from __future__ import annotations
 
+import asyncio
 import json
 import uuid
 from datetime import datetime
 from typing import Any
+
+import asyncpg
 
 from engram.errors import BankNotFound, InvalidInput
 from engram.store import transfer_reads as reads
@@ -15,6 +18,8 @@ from engram.store.tx import Conn
 from engram.transfer.archive import Archive, manifest_for
 
 Position = dict[uuid.UUID, tuple[str, int]]  # fact id → (document id, index in its document's facts)
+YIELD_EVERY = 1_000  # documents built between two turns of the event loop (~10 ms)
+LINK_BATCH = 20_000  # links read and written per step: memory stays flat whatever the bank's size
 
 
 def _iso(value: datetime | None) -> str | None:
@@ -63,12 +68,13 @@ async def _documents(conn: Conn, bank_id: str, only: list[str] | None) -> tuple[
         if row["document_id"] in wanted:
             by_doc.setdefault(row["document_id"], []).append(row)
     causes: dict[uuid.UUID, list[uuid.UUID]] = {}
-    for link in await reads.links(conn, bank_id):
-        if link["link_type"] == "causal":
-            causes.setdefault(link["from_unit"], []).append(link["to_unit"])
+    for link in await reads.causal_links(conn, bank_id):
+        causes.setdefault(link["from_unit"], []).append(link["to_unit"])
     positions: Position = {}
     out = []
-    for doc in docs:
+    for n, doc in enumerate(docs, 1):
+        if n % YIELD_EVERY == 0:
+            await asyncio.sleep(0)  # a big bank's documents are built in slices, other requests answered between
         rows = by_doc.get(doc["id"], [])
         local = {row["id"]: i for i, row in enumerate(rows)}
         positions.update({fid: (doc["id"], i) for fid, i in local.items()})
@@ -83,16 +89,23 @@ async def _documents(conn: Conn, bank_id: str, only: list[str] | None) -> tuple[
     return out, positions
 
 
-async def _links(conn: Conn, bank_id: str, positions: Position) -> list[dict[str, Any]]:
+def link_refs(links: list[Any], positions: Position) -> list[dict[str, Any]]:
+    """Links as the archive holds them: each end by its document and position, those between two
+    facts of the archive only."""
     def ref(unit: uuid.UUID) -> dict[str, Any]:
         return {"document_id": positions[unit][0], "fact_index": positions[unit][1]}
 
     return [
         {"from": ref(link["from_unit"]), "to": ref(link["to_unit"]), "link_type": link["link_type"],
          "weight": link["weight"]}
-        for link in await reads.links(conn, bank_id)
+        for link in links
         if link["from_unit"] in positions and link["to_unit"] in positions
     ]
+
+
+async def _links(conn: asyncpg.Connection, bank_id: str, positions: Position) -> list[dict[str, Any]]:
+    batches = reads.link_batches(conn, bank_id, LINK_BATCH)
+    return [ref async for batch in batches for ref in link_refs(batch, positions)]
 
 
 def _sources(ids: list[uuid.UUID], positions: Position) -> list[dict[str, Any]]:
@@ -189,22 +202,38 @@ async def _attachments(conn: Conn, bank_id: str, documents: set[str]) -> list[di
 
 
 async def export_bank(
-    conn: Conn, bank_id: str, *, include_data: bool = True, include_bank_config: bool = True,
+    conn: asyncpg.Connection, bank_id: str, *, include_data: bool = True, include_bank_config: bool = True,
     document_ids: list[str] | None = None, include_observations: bool = True, archive_type: str = "bank",
 ) -> Archive:
+    """The whole archive as a value, links included (a clone imports it at once)."""
+    archive, positions = await export_bank_but_links(
+        conn, bank_id, include_data=include_data, include_bank_config=include_bank_config,
+        document_ids=document_ids, include_observations=include_observations, archive_type=archive_type,
+    )
+    if include_data:
+        archive.links = await _links(conn, bank_id, positions)
+    return archive
+
+
+async def export_bank_but_links(
+    conn: Conn, bank_id: str, *, include_data: bool = True, include_bank_config: bool = True,
+    document_ids: list[str] | None = None, include_observations: bool = True, archive_type: str = "bank",
+) -> tuple[Archive, Position]:
+    """The archive without its links (`archive.links` None), and where each fact sits in it, for
+    `link_refs` on the links read in batches (`transfer_reads.link_batches`)."""
     bank = await get_bank(conn, bank_id)
     if bank is None:
         raise BankNotFound(bank_id)
     if document_ids is not None and include_observations and archive_type == "documents":
         raise InvalidInput("include_observations", "observations can only be exported with the whole bank")
     archive = Archive(manifest={}, banks=[_bank_row(bank)] if include_bank_config else [])
+    positions: Position = {}
     if include_data:
         archive.documents, positions = await _documents(conn, bank_id, document_ids)
         if include_observations:
             archive.observations = await _observations(conn, bank_id, positions)
         archive.attachments = await _attachments(conn, bank_id, {d["id"] for d in archive.documents})
-        archive.links = await _links(conn, bank_id, positions)
     archive.tables = await _bank_config_tables(conn, bank_id) if include_bank_config else {}
     scope = {"data": include_data, "bank_config": include_bank_config, "history": False}
     archive.manifest = manifest_for(bank_id, archive, archive_type=archive_type, scope=scope)
-    return archive
+    return archive, positions

@@ -4,12 +4,15 @@ variants. Each records its counts in the operation's result."""
 
 from __future__ import annotations
 
+import asyncio
+import tempfile
 import uuid
-from typing import TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from engram.store import files
-from engram.transfer.archive import read_archive, write_archive
-from engram.transfer.export import export_bank
+from engram.store import transfer_reads as reads
+from engram.transfer.archive import ArchiveWriter, read_archive
+from engram.transfer.export import LINK_BATCH, export_bank, export_bank_but_links, link_refs
 from engram.transfer.importer import ImportOptions, import_archive
 from engram.worker.handlers import Progress, handler
 
@@ -21,33 +24,56 @@ if TYPE_CHECKING:
 DOWNLOAD_PATH = "/v1/default/files/download/"
 
 
+def _export_options(payload: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "include_data": payload.get("include_data", True),
+        "include_bank_config": payload.get("include_bank_config", True),
+        "document_ids": payload.get("document_ids"),
+        "include_observations": payload.get("include_observations", True),
+        "archive_type": payload.get("archive_type", "bank"),
+    }
+
+
 async def _export(services: Services, bank_id: str, payload: dict[str, Any]) -> Any:
     async with services.pool.acquire() as conn, conn.transaction(isolation="repeatable_read", readonly=True):
-        return await export_bank(
-            conn, bank_id, include_data=payload.get("include_data", True),
-            include_bank_config=payload.get("include_bank_config", True), document_ids=payload.get("document_ids"),
-            include_observations=payload.get("include_observations", True),
-            archive_type=payload.get("archive_type", "bank"),
-        )
+        return await export_bank(conn, bank_id, **_export_options(payload))
 
 
 @handler("bank_export")
 async def run_export(services: Services, operation: asyncpg.Record, progress: Progress) -> dict[str, Any]:
     bank_id, payload = operation["bank_id"], operation["payload"]
     await progress("exporting", 0, 1)
-    archive = await _export(services, bank_id, payload)
-    data = write_archive(archive)
+    with tempfile.TemporaryFile() as spool:
+        manifest = await write_export(services, bank_id, payload, spool)
+        byte_size = spool.tell()
+        spool.seek(0)
+        data = await asyncio.to_thread(spool.read)
     key = f"banks/{bank_id}/exports/{operation['id']}/transfer.zip"
     suffix = "documents" if payload.get("archive_type") == "documents" else "bank"
     filename = f"{bank_id}-{suffix}.zip"
     await files.forget_old_exports(services.pool, bank_id)
     await files.put(services.pool, key, bank_id, data, media_type="application/zip", filename=filename)
-    manifest = archive.manifest
     return {
-        "storage_key": key, "download_url": DOWNLOAD_PATH + key, "byte_size": len(data), "filename": filename,
+        "storage_key": key, "download_url": DOWNLOAD_PATH + key, "byte_size": byte_size, "filename": filename,
         **{k: manifest[k] for k in ("document_count", "fact_count", "observation_count", "mental_model_count",
                                     "directive_count", "attachment_count")},
     }
+
+
+async def write_export(services: Services, bank_id: str, payload: dict[str, Any], spool: IO[bytes]) -> dict[str, Any]:
+    """The archive into `spool`, its links read and written a batch at a time in one snapshot; the
+    JSON and the compression run on a thread, so the server keeps answering meanwhile. Returns the
+    manifest."""
+    async with services.pool.acquire() as conn, conn.transaction(isolation="repeatable_read", readonly=True):
+        archive, positions = await export_bank_but_links(conn, bank_id, **_export_options(payload))
+        writer = ArchiveWriter(spool)
+        await asyncio.to_thread(writer.write_contents, archive)
+        if payload.get("include_data", True):
+            writer.add_links([])  # links.json even for a bank with none: the importer then rebuilds none
+            async for batch in reads.link_batches(conn, bank_id, LINK_BATCH):
+                await asyncio.to_thread(lambda batch=batch: writer.add_links(link_refs(batch, positions)))
+        await asyncio.to_thread(writer.finish, archive.manifest)
+    return archive.manifest
 
 
 def _options(payload: dict[str, Any], target: str) -> ImportOptions:
