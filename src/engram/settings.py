@@ -117,6 +117,7 @@ class Settings:
     api_keys: str | None = None  # "key1,key2:bankA|bank-*" (see engram.api.auth); None = no auth
     tenant_api_key: str | None = None  # Hindsight's HINDSIGHT_API_TENANT_API_KEY: one key, every bank
     max_request_bytes: int = 10 * 1024 * 1024
+    max_upload_bytes: int = 100 * 1024 * 1024  # a transfer archive to import, files to retain
     body_read_timeout: float = 30.0  # seconds for a request's whole body to arrive (408 after)
     mcp_token: str | None = None  # MCP endpoints want `Authorization: Bearer <token>` when set
     webhook_allow_private_targets: bool = False  # let webhooks call loopback/private addresses (SSRF guard off)
@@ -175,6 +176,7 @@ class Settings:
             api_keys=get("api_keys", None),
             tenant_api_key=get("tenant_api_key", None),
             max_request_bytes=get("max_request_bytes", 10 * 1024 * 1024),
+            max_upload_bytes=get("max_upload_bytes", 100 * 1024 * 1024),
             body_read_timeout=get("body_read_timeout", 30.0),
             mcp_token=get("mcp_token", None) or get("mcp_auth_token", None),
             webhook_allow_private_targets=get("webhook_allow_private_targets", False),

@@ -130,7 +130,7 @@ def create_app(settings: Settings | None = None, freeze_heap: bool = False) -> F
     app.add_middleware(TraceContext)  # innermost: which bank and operation an LLM call serves
     app.add_middleware(RequestTiming)
     app.add_middleware(RequestLimits, max_body_bytes=settings.max_request_bytes,
-                       body_read_timeout=settings.body_read_timeout)
+                       body_read_timeout=settings.body_read_timeout, max_upload_bytes=settings.max_upload_bytes)
     app.add_middleware(ApiKeyAuth, keys=parse_api_keys(settings.api_keys, settings.tenant_api_key))
     app.add_middleware(AuditLog, enabled=settings.audit_log_enabled, reads=settings.audit_log_reads,
                        retention_days=settings.audit_log_retention_days)  # sees refusals and the real bank

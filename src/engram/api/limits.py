@@ -19,7 +19,8 @@ DEFAULT_MAX_REQUEST_BYTES = 10 * 1024 * 1024
 DEFAULT_BODY_READ_TIMEOUT = 30.0
 # Bodies larger than this are checked on a worker thread, so a big one does not hold the event loop.
 _CHECK_INLINE_BYTES = 64 * 1024
-# Uploads (files to retain, transfer archives) may be larger, as in Hindsight: up to 100 MB.
+# Uploads (files to retain, transfer archives) may be larger, by default as in Hindsight: up to 100 MB
+# (ENGRAM_MAX_UPLOAD_BYTES; a 100,000-memory bank's archive is ~200 MB).
 MAX_UPLOAD_BYTES = 100 * 1024 * 1024
 UPLOAD_PATH_SUFFIXES = ("/files/retain", "/transfer/import", "/document-transfer")
 
@@ -69,11 +70,12 @@ class RequestLimits:
 
     def __init__(
         self, app: ASGIApp, max_body_bytes: int = DEFAULT_MAX_REQUEST_BYTES,
-        body_read_timeout: float = DEFAULT_BODY_READ_TIMEOUT,
+        body_read_timeout: float = DEFAULT_BODY_READ_TIMEOUT, max_upload_bytes: int = MAX_UPLOAD_BYTES,
     ) -> None:
         self.app = app
         self.max_body_bytes = max_body_bytes
         self.body_read_timeout = body_read_timeout
+        self.max_upload_bytes = max_upload_bytes
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -85,7 +87,7 @@ class RequestLimits:
             return
         limit = self.max_body_bytes
         if scope["path"].endswith(UPLOAD_PATH_SUFFIXES):
-            limit = max(limit, MAX_UPLOAD_BYTES)
+            limit = max(limit, self.max_upload_bytes)
         if _declared_length(scope) > limit:
             await self._too_large(send, limit)
             return
@@ -126,7 +128,8 @@ class RequestLimits:
                 return b"".join(chunks)
 
     async def _too_large(self, send: Send, limit: int) -> None:
-        setting = "for uploads" if limit == MAX_UPLOAD_BYTES else "(ENGRAM_MAX_REQUEST_BYTES)"
+        uploads = limit == self.max_upload_bytes
+        setting = "for uploads (ENGRAM_MAX_UPLOAD_BYTES)" if uploads else "(ENGRAM_MAX_REQUEST_BYTES)"
         await _answer(send, 413, "PayloadTooLarge", "body", f"larger than the limit of {limit} bytes {setting}")
 
 
