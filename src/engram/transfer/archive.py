@@ -16,8 +16,10 @@ plus one `attachments/<id>` entry of bytes each."""
 from __future__ import annotations
 
 import io
+import itertools
 import json
 import zipfile
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import IO, Any
@@ -37,7 +39,8 @@ class Archive:
     observations: list[dict[str, Any]] = field(default_factory=list)
     tables: dict[str, list[dict[str, Any]]] = field(default_factory=dict)  # TABLE_FILES
     attachments: list[dict[str, Any]] = field(default_factory=list)  # metadata; bytes under "data"
-    links: list[dict[str, Any]] | None = None  # Engram's: every link between facts, as it was
+    # Engram's: every link between facts, as it was (a list, or `LinksEntry` from a read archive)
+    links: list[dict[str, Any]] | LinksEntry | None = None
 
     @property
     def source_bank_id(self) -> str:
@@ -100,8 +103,51 @@ def read_archive(data: bytes) -> Archive:
             observations=_json(zf, "observations.json", []),
             tables={name: _json(zf, f"{name}.json", []) for name in TABLE_FILES},
             attachments=attachments,
-            links=_json(zf, "links.json", None),
+            links=LinksEntry(data) if "links.json" in zf.namelist() else None,
         )
+
+
+def _a_link_a_line(first: str, second: str) -> bool:
+    """Whether links.json is as Engram writes it: `[`, then each link whole on a line of its own."""
+    item = second.strip().rstrip(",")
+    return first.strip() == "[" and (item in ("", "]") or (item.startswith("{") and item.endswith("}")))
+
+
+class LinksEntry:
+    """An archive's `links.json`, read a batch at a time when iterated: a 100,000-memory bank's ~5
+    million links, parsed at once, took gigabytes. Engram writes one link a line; a pretty-printed
+    file (older Engram archives) is parsed whole instead."""
+
+    def __init__(self, archive_bytes: bytes) -> None:
+        self._archive = archive_bytes
+
+    def batches(self, size: int) -> Iterator[list[dict[str, Any]]]:
+        with zipfile.ZipFile(io.BytesIO(self._archive)) as zf, zf.open("links.json") as raw:
+            lines = io.TextIOWrapper(raw, encoding="utf-8")
+            first, second = lines.readline(), lines.readline()
+            if not _a_link_a_line(first, second):
+                links = json.loads(first + second + lines.read())
+                yield from (links[i:i + size] for i in range(0, len(links), size))
+                return
+            batch: list[dict[str, Any]] = []
+            for number, line in enumerate(itertools.chain([second], lines), 2):
+                line = line.strip().rstrip(",")
+                if line in ("", "]"):
+                    continue
+                try:
+                    batch.append(json.loads(line))
+                except ValueError as exc:
+                    reason = f"links.json in the archive, line {number}, is not JSON: {exc}"
+                    raise InvalidInput("file", reason) from None
+                if len(batch) == size:
+                    yield batch
+                    batch = []
+            if batch:
+                yield batch
+
+    def __iter__(self) -> Iterator[dict[str, Any]]:
+        for batch in self.batches(20_000):
+            yield from batch
 
 
 def _dump(value: Any) -> str:

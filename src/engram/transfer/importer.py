@@ -23,7 +23,7 @@ from engram.store.banks import get_bank, upsert_bank
 from engram.store.memories import delete_units_where
 from engram.store.tx import transaction
 from engram.transfer import import_rows as rows
-from engram.transfer.archive import Archive
+from engram.transfer.archive import Archive, LinksEntry
 
 if TYPE_CHECKING:
     from engram.services import Services
@@ -50,13 +50,18 @@ class ImportOptions:
             raise InvalidInput("target_bank_id", "must not be empty")
 
 
+LINK_BATCH = 20_000  # an archive's links parsed and inserted per step
+
+
 @dataclass
 class _Plan:
     documents: list[rows.DocumentRows] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)
     replaced: list[str] = field(default_factory=list)
     observations: list[tw.ObservationRow] = field(default_factory=list)
-    links: list[tuple] | None = None  # None: rebuild temporal and semantic links
+    # Where each archived fact landed, to restore the archive's links onto; None: rebuild the temporal
+    # and semantic links instead.
+    fact_positions: dict[tuple[str, int], uuid.UUID] | None = None
     history: list[tuple] = field(default_factory=list)
     dropped_observations: int = 0
 
@@ -110,7 +115,7 @@ async def _plan_data(services: Services, archive: Archive, options: ImportOption
     positions = {(d.source_id, i): u.row.id for d in plan.documents for i, u in enumerate(d.units)}
     plan.observations, plan.history, plan.dropped_observations = rows.observation_rows(archive.observations, positions)
     if archive.links is not None and options.mode == "restore":  # a merge links to what the bank has
-        plan.links = rows.link_rows(archive.links, positions)
+        plan.fact_positions = positions
     return plan
 
 
@@ -159,7 +164,7 @@ async def import_archive(
         profile = rows.bank_profile(archive) if with_config else {}
         await upsert_bank(conn, bank_id, name=profile.get("name"), mission=profile.get("mission"),
                           background=profile.get("background"), config_updates=config)
-        await _write_documents(conn, bank_id, plan, archive)
+        await _write_documents(conn, bank_id, plan, archive, lock=options.mode != "restore")
         await tw.insert_observations(conn, bank_id, plan.observations)
         await tw.insert_observation_history(conn, bank_id, plan.history)
         for model, vector in zip(models, model_vectors):
@@ -179,10 +184,28 @@ def _document_metadata(source: dict[str, Any]) -> Any:
     return (source.get("retain_params") or {}).get("metadata")
 
 
-async def _write_documents(conn: Any, bank_id: str, plan: _Plan, archive: Archive) -> None:
+async def _restore_links(
+    conn: Any, bank_id: str, archive: Archive, positions: dict[tuple[str, int], uuid.UUID]
+) -> None:
+    """The archive's links, LINK_BATCH at a time: read (parsed on a thread), mapped and inserted."""
+    source = archive.links
+    if isinstance(source, LinksEntry):
+        batches = source.batches(LINK_BATCH)
+    else:
+        links = source or []
+        batches = iter([links[i:i + LINK_BATCH] for i in range(0, len(links), LINK_BATCH)])
+    while batch := await asyncio.to_thread(next, batches, None):
+        await tw.insert_links(conn, bank_id, rows.link_rows(batch, positions))
+
+
+async def _write_documents(conn: Any, bank_id: str, plan: _Plan, archive: Archive, *, lock: bool) -> None:
+    """`lock`: take each document's writer lock, as a retain does (a merge into a bank others write to).
+    A restore creates its bank and is its only writer; its documents' locks, one per document in one
+    transaction, filled PostgreSQL's lock table at ~10,000 documents ("out of shared memory")."""
     attachments = rows.attachments_by_document(archive)
     for doc in plan.documents:
-        await fw.lock_document(conn, bank_id, doc.document_id)
+        if lock:
+            await fw.lock_document(conn, bank_id, doc.document_id)
         if doc.document_id in plan.replaced:
             await delete_units_where(conn, "m.bank_id = $1 AND m.document_id = $2", bank_id, doc.document_id)
             await conn.execute("DELETE FROM documents WHERE bank_id = $1 AND id = $2", bank_id, doc.document_id)
@@ -204,8 +227,8 @@ async def _write_documents(conn: Any, bank_id: str, plan: _Plan, archive: Archiv
     await tw.set_unit_lifecycle(conn, [u.lifecycle for u in units])
     await store_entities(conn, bank_id, [Mention(u.row.id, u.names, False, u.labels) for u in units])
     await fw.insert_causal_links(conn, bank_id, [pair for d in plan.documents for pair in d.causal])
-    if plan.links is not None:
-        await tw.insert_links(conn, bank_id, plan.links)
+    if plan.fact_positions is not None:
+        await _restore_links(conn, bank_id, archive, plan.fact_positions)
         return
     ids = [u.row.id for u in units]
     await fw.insert_temporal_links(conn, bank_id, ids)

@@ -1,0 +1,91 @@
+"""Transfers of big banks. An export writes its links a batch at a time (20,000 links a step: a
+100,000-memory bank has ~5 million, which as one list took gigabytes); here three links a step, and
+every link of the bank must still be in the archive's `links.json`, each end at its fact's place. A
+restore takes no per-document lock (one per document in one transaction filled PostgreSQL's lock
+table at ~10,000 documents), while a merge still waits for a writer of its documents."""
+
+from __future__ import annotations
+
+import asyncio
+import tempfile
+
+import asyncpg
+import pytest
+
+from engram import Memory
+from engram.api.app import close_services, open_services
+from engram.settings import Settings
+from engram.transfer import handlers
+from engram.transfer.archive import Archive, read_archive
+from engram.transfer.importer import ImportOptions, import_archive
+
+BANK = "harbour"
+
+
+def retain_alike_facts(dsn: str) -> None:
+    memory = Memory(database_url=dsn)
+    try:
+        for n in range(4):  # alike facts on one day: semantic and temporal links
+            memory.retain(BANK, f"Ines repaired the red boat number {n} at the harbour on Monday.",
+                          document_id=f"log-{n}", timestamp="2026-06-01T09:00:00Z")
+    finally:
+        memory.close()
+
+
+async def exported(services: object, bank_id: str) -> Archive:
+    with tempfile.TemporaryFile() as spool:
+        await handlers.write_export(services, bank_id, {}, spool)
+        spool.seek(0)
+        return read_archive(spool.read())
+
+
+async def test_an_export_written_a_few_links_at_a_time_holds_every_link_of_the_bank(
+    isolated_dsn: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    retain_alike_facts(isolated_dsn)
+    conn = await asyncpg.connect(isolated_dsn)
+    try:
+        stored = await conn.fetch("SELECT from_unit, to_unit, link_type FROM memory_links WHERE bank_id = $1", BANK)
+    finally:
+        await conn.close()
+    assert len(stored) > 6, "more than two batches of three"
+
+    monkeypatch.setattr(handlers, "LINK_BATCH", 3)
+    services = await open_services(Settings(database_url=isolated_dsn, worker_enabled=False))
+    try:
+        archive = await exported(services, BANK)
+    finally:
+        await close_services(services)
+
+    assert archive.manifest["fact_count"] == 4
+    place = {fact["source_id"]: (document["id"], index)
+             for document in archive.documents for index, fact in enumerate(document["facts"])}
+    expected = sorted((place[str(row["from_unit"])], place[str(row["to_unit"])], row["link_type"]) for row in stored)
+    written = sorted(((link["from"]["document_id"], link["from"]["fact_index"]),
+                      (link["to"]["document_id"], link["to"]["fact_index"]), link["link_type"])
+                     for link in archive.links or [])
+    assert written == expected
+
+
+async def test_a_restore_takes_no_document_lock_and_a_merge_waits_for_one(isolated_dsn: str) -> None:
+    retain_alike_facts(isolated_dsn)
+    services = await open_services(Settings(database_url=isolated_dsn, worker_enabled=False))
+    writer = await asyncpg.connect(isolated_dsn)
+    try:
+        archive = await exported(services, BANK)
+        for target in ("restored", "merged"):  # a writer holds the lock of document log-2 in both banks
+            await writer.execute("SELECT pg_advisory_lock(hashtextextended($1 || '/' || $2, 0))", target, "log-2")
+
+        restored = await asyncio.wait_for(import_archive(services, archive, ImportOptions("restored")), 30)
+        assert restored["documents_imported"] == 4, restored
+
+        await import_archive(services, archive, ImportOptions("merged"))  # the bank to merge into
+        merge = asyncio.ensure_future(
+            import_archive(services, archive, ImportOptions("merged", mode="merge", document_conflict="replace")))
+        await asyncio.sleep(1.5)
+        assert not merge.done(), "a merge waits for the writer of a document it replaces"
+        await writer.execute("SELECT pg_advisory_unlock_all()")
+        assert (await asyncio.wait_for(merge, 30))["documents_imported"] == 4
+    finally:
+        await writer.close()
+        await close_services(services)

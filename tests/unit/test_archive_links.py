@@ -1,0 +1,58 @@
+"""An archive's `links.json` is read a batch at a time (`LinksEntry`): written by Engram one link a
+line, or pretty-printed as older Engram archives were."""
+
+from __future__ import annotations
+
+import io
+import json
+import zipfile
+
+import pytest
+
+from engram.errors import InvalidInput
+from engram.transfer.archive import Archive, ArchiveWriter, LinksEntry, read_archive
+
+LINKS = [{"from": {"document_id": f"d{n}", "fact_index": 0}, "to": {"document_id": "d0", "fact_index": n},
+          "link_type": "semantic", "weight": n / 10} for n in range(5)]
+MANIFEST = {"schema_version": 1, "source_bank_id": "b"}
+
+
+def written_by_engram() -> bytes:
+    buffer = io.BytesIO()
+    writer = ArchiveWriter(buffer)
+    writer.write_contents(Archive(manifest=MANIFEST))
+    writer.add_links(LINKS[:2])
+    writer.add_links(LINKS[2:])
+    writer.finish(MANIFEST)
+    return buffer.getvalue()
+
+
+def with_links_file(text: str) -> bytes:
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as zf:
+        zf.writestr("manifest.json", json.dumps(MANIFEST))
+        zf.writestr("links.json", text)
+    return buffer.getvalue()
+
+
+@pytest.mark.parametrize("archive", [written_by_engram(), with_links_file(json.dumps(LINKS, indent=2))],
+                         ids=["a-link-a-line", "pretty-printed"])
+def test_links_come_in_batches_of_the_size_asked(archive: bytes) -> None:
+    links = read_archive(archive).links
+    assert isinstance(links, LinksEntry)
+    assert list(links.batches(2)) == [LINKS[:2], LINKS[2:4], LINKS[4:]]
+    assert list(links) == LINKS
+
+
+def test_an_archive_without_links_has_none_and_one_with_none_has_an_empty_list() -> None:
+    assert read_archive(with_links_file("[]")).links is not None
+    assert list(read_archive(with_links_file("[\n]\n")).links or ["missing"]) == []
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as zf:
+        zf.writestr("manifest.json", json.dumps(MANIFEST))
+    assert read_archive(buffer.getvalue()).links is None  # the importer rebuilds the links
+
+
+def test_a_broken_link_line_names_the_file_and_line() -> None:
+    with pytest.raises(InvalidInput, match="links.json in the archive, line 3"):
+        list(read_archive(with_links_file('[\n{"link_type": "semantic"},\n{broken\n]')).links)
