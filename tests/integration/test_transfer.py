@@ -135,7 +135,8 @@ def snapshot(http: httpx.Client, bank_id: str) -> dict[str, Any]:
         detail = http.get(f"/v1/default/banks/{bank_id}/memories/{fact['id']}").json()
         entry = {k: detail[k] for k in ("text", "fact_type", "tags", "metadata", "context", "mentioned_at",
                                        "occurred_start", "occurred_end", "document_id", "state",
-                                       "invalidation_reason", "proof_count", "observation_scopes", "fact_kind")}
+                                       "invalidation_reason", "proof_count", "observation_scopes", "fact_kind",
+                                       "created_at")}
         entry["entities"] = sorted(detail["entities"])
         entry["consolidated"] = bool(detail["consolidated_at"])
         entry["edited"] = bool(detail["edited_at"])

@@ -37,6 +37,13 @@ class UnitRow:
     observation_scopes: Any
     token_count: int | None = None
     lead_in: str | None = None
+    # As an archive restores them (a retain leaves the defaults): set at insert, because updating
+    # 100,000 facts afterwards rewrote every row and its vector index entry (minutes).
+    created_at: datetime | None = None  # None: now
+    state: str = "valid"
+    invalidation_reason: str | None = None
+    invalidated_at: datetime | None = None
+    edited_at: datetime | None = None
 
 
 async def lock_document(conn: asyncpg.Connection, bank_id: str, document_id: str) -> None:
@@ -179,17 +186,21 @@ async def insert_units(conn: asyncpg.Connection, bank_id: str, units: list[UnitR
         """
         INSERT INTO memory_units (id, bank_id, document_id, chunk_id, text, context, fact_type, fact_kind,
                                   embedding, occurred_start, occurred_end, mentioned_at, tags, metadata,
-                                  observation_scopes, token_count, lead_in)
+                                  observation_scopes, token_count, lead_in, created_at, state,
+                                  invalidation_reason, invalidated_at, edited_at)
         SELECT u.id, $1, u.document_id, u.chunk_id, u.text, u.context, u.fact_type, u.fact_kind,
                u.embedding, u.occurred_start, u.occurred_end, u.mentioned_at,
                ARRAY(SELECT jsonb_array_elements_text(u.tags::jsonb)), u.metadata::jsonb,
                nullif(u.scopes, 'null')::jsonb,
-               u.token_count, u.lead_in
+               u.token_count, u.lead_in, coalesce(u.created_at, now()), u.state,
+               u.invalidation_reason, u.invalidated_at, u.edited_at
         FROM unnest($2::uuid[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[],
                     $9::vector[], $10::timestamptz[], $11::timestamptz[], $12::timestamptz[], $13::text[],
-                    $14::text[], $15::text[], $16::int[], $17::text[])
+                    $14::text[], $15::text[], $16::int[], $17::text[], $18::timestamptz[], $19::text[],
+                    $20::text[], $21::timestamptz[], $22::timestamptz[])
           AS u(id, document_id, chunk_id, text, context, fact_type, fact_kind, embedding, occurred_start,
-               occurred_end, mentioned_at, tags, metadata, scopes, token_count, lead_in)
+               occurred_end, mentioned_at, tags, metadata, scopes, token_count, lead_in, created_at, state,
+               invalidation_reason, invalidated_at, edited_at)
         """,
         bank_id,
         [u.id for u in units],
@@ -210,6 +221,11 @@ async def insert_units(conn: asyncpg.Connection, bank_id: str, units: list[UnitR
         [json.dumps(u.observation_scopes) for u in units],
         [u.token_count for u in units],
         [u.lead_in for u in units],
+        [u.created_at for u in units],
+        [u.state for u in units],
+        [u.invalidation_reason for u in units],
+        [u.invalidated_at for u in units],
+        [u.edited_at for u in units],
     )
 
 

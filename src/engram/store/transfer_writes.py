@@ -19,36 +19,28 @@ def _vector(vector: Any) -> str:
 
 @dataclass
 class UnitLifecycle:
+    """A restored fact's consolidation state (the rest of its history is set at insert: `UnitRow`)."""
+
     id: uuid.UUID
-    created_at: datetime | None
     consolidated_at: datetime | None
     consolidation_failed_at: datetime | None
     consolidation_error: str | None
-    state: str
-    invalidation_reason: str | None
-    invalidated_at: datetime | None
-    edited_at: datetime | None
 
 
 async def set_unit_lifecycle(conn: asyncpg.Connection, rows: list[UnitLifecycle]) -> None:
+    """The facts' consolidation marks, on the status rows their insert made (queued at their created_at)."""
     if not rows:
         return
     await conn.execute(
         """
-        WITH u AS (SELECT * FROM unnest($1::uuid[], $2::timestamptz[], $3::timestamptz[], $4::timestamptz[],
-                                        $5::text[], $6::text[], $7::text[], $8::timestamptz[], $9::timestamptz[])
-                   AS u(id, created_at, consolidated_at, failed_at, error, state, reason, invalidated_at, edited_at)),
-        status AS (
-            UPDATE consolidation_status s SET queued_at = coalesce(u.created_at, s.queued_at),
-                   consolidated_at = u.consolidated_at, failed_at = u.failed_at, error = u.error
-            FROM u WHERE s.unit_id = u.id)
-        UPDATE memory_units m SET created_at = coalesce(u.created_at, m.created_at), state = u.state,
-               invalidation_reason = u.reason, invalidated_at = u.invalidated_at, edited_at = u.edited_at
-        FROM u WHERE m.id = u.id
+        UPDATE consolidation_status s SET consolidated_at = u.consolidated_at, failed_at = u.failed_at,
+               error = u.error
+        FROM unnest($1::uuid[], $2::timestamptz[], $3::timestamptz[], $4::text[])
+          AS u(id, consolidated_at, failed_at, error)
+        WHERE s.unit_id = u.id
         """,
-        [r.id for r in rows], [r.created_at for r in rows], [r.consolidated_at for r in rows],
-        [r.consolidation_failed_at for r in rows], [r.consolidation_error for r in rows], [r.state for r in rows],
-        [r.invalidation_reason for r in rows], [r.invalidated_at for r in rows], [r.edited_at for r in rows],
+        [r.id for r in rows], [r.consolidated_at for r in rows],
+        [r.consolidation_failed_at for r in rows], [r.consolidation_error for r in rows],
     )
 
 

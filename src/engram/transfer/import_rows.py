@@ -64,14 +64,15 @@ def _unit(fact: dict[str, Any], document_id: str, chunk_id: str | None) -> UnitP
         mentioned_at=said, tags=[str(t) for t in fact.get("tags") or []],
         metadata={str(k): str(v) for k, v in (fact.get("metadata") or {}).items()},
         observation_scopes=fact.get("observation_scopes"), lead_in=fact.get("lead_in"),
-    )
-    lifecycle = tw.UnitLifecycle(
-        id=unit_id, created_at=when(fact.get("created_at")), consolidated_at=when(fact.get("consolidated_at")),
-        consolidation_failed_at=when(fact.get("consolidation_failed_at")),
-        consolidation_error=fact.get("consolidation_error"),
+        created_at=when(fact.get("created_at")),
         state=fact.get("state") if fact.get("state") in ("valid", "invalidated") else "valid",
         invalidation_reason=fact.get("invalidation_reason"), invalidated_at=when(fact.get("invalidated_at")),
         edited_at=when(fact.get("edited_at")),
+    )
+    lifecycle = tw.UnitLifecycle(
+        id=unit_id, consolidated_at=when(fact.get("consolidated_at")),
+        consolidation_failed_at=when(fact.get("consolidation_failed_at")),
+        consolidation_error=fact.get("consolidation_error"),
     )
     names = [str(n) for n in fact.get("entities") or [] if str(n).strip()]
     return UnitPlan(row, names, [str(n) for n in fact.get("labels") or []], lifecycle)
