@@ -19,7 +19,7 @@ import io
 import itertools
 import json
 import zipfile
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import IO, Any
@@ -188,7 +188,7 @@ class ArchiveWriter:
         if archive.links is not None:
             self.add_links(archive.links)
 
-    def add_links(self, links: list[dict[str, Any]]) -> None:
+    def add_links(self, links: Iterable[dict[str, Any]]) -> None:
         if self._links is None:
             self._links = io.TextIOWrapper(self._zf.open("links.json", "w", force_zip64=True), encoding="utf-8")
             self._links.write("[")
