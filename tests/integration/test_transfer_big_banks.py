@@ -15,7 +15,7 @@ import pytest
 from engram import Memory
 from engram.api.app import close_services, open_services
 from engram.settings import Settings
-from engram.transfer import handlers
+from engram.transfer import handlers, importer
 from engram.transfer.archive import Archive, read_archive
 from engram.transfer.importer import ImportOptions, import_archive
 
@@ -88,4 +88,27 @@ async def test_a_restore_takes_no_document_lock_and_a_merge_waits_for_one(isolat
         assert (await asyncio.wait_for(merge, 30))["documents_imported"] == 4
     finally:
         await writer.close()
+        await close_services(services)
+
+
+async def test_a_restore_inserting_one_fact_per_statement_restores_every_fact_as_it_was(
+    isolated_dsn: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # 10,000 facts per statement in the server; one here, so each fact, its history and its entities
+    # go in a statement of their own.
+    retain_alike_facts(isolated_dsn)
+    monkeypatch.setattr(importer, "FACT_BATCH", 1)
+    services = await open_services(Settings(database_url=isolated_dsn, worker_enabled=False))
+    conn = await asyncpg.connect(isolated_dsn)
+    try:
+        archive = await exported(services, BANK)
+        assert (await import_archive(services, archive, ImportOptions("restored")))["facts_imported"] == 4
+        facts = "SELECT text, created_at, state FROM memory_units WHERE bank_id = $1 ORDER BY text"
+        mentions = "SELECT canonical_name, mention_count FROM entities WHERE bank_id = $1 ORDER BY canonical_name"
+        for query in (facts, mentions):
+            original = [tuple(r) for r in await conn.fetch(query, BANK)]
+            assert original, query
+            assert [tuple(r) for r in await conn.fetch(query, "restored")] == original
+    finally:
+        await conn.close()
         await close_services(services)
