@@ -7,7 +7,7 @@ from collections.abc import AsyncIterator
 import asyncpg
 
 from engram.store.consolidation_status import STATUS_COLUMNS, STATUS_JOIN
-from engram.store.tx import Conn
+from engram.store.tx import Conn, batches_of
 
 _NAMES = """ARRAY(SELECT e.canonical_name FROM unit_entities ue JOIN entities e ON e.id = ue.entity_id
                  WHERE ue.unit_id = m.id AND e.entity_kind = '{kind}' ORDER BY e.canonical_name)"""
@@ -61,12 +61,9 @@ async def causal_links(conn: Conn, bank_id: str) -> list[asyncpg.Record]:
 async def link_batches(conn: asyncpg.Connection, bank_id: str, size: int) -> AsyncIterator[list[asyncpg.Record]]:
     """Every link of the bank, `size` at a time from a cursor (~50 links a memory: 5 million at 100,000
     memories, which as one list of records took gigabytes). Needs the export's open transaction."""
-    cursor = await conn.cursor(
-        "SELECT from_unit, to_unit, link_type, weight FROM memory_links WHERE bank_id = $1"
-        " ORDER BY from_unit, to_unit, link_type",
-        bank_id,
-    )
-    while rows := await cursor.fetch(size):
+    query = ("SELECT from_unit, to_unit, link_type, weight FROM memory_links WHERE bank_id = $1"
+             " ORDER BY from_unit, to_unit, link_type")
+    async for rows in batches_of(conn, size, query, bank_id):
         yield rows
 
 

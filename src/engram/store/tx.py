@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
 from typing import Any
 
 import asyncpg
@@ -32,3 +33,13 @@ class transaction:
         finally:
             if self._acquired is not None:
                 await self._acquired.__aexit__(*exc)
+
+
+async def batches_of(
+    conn: asyncpg.Connection, size: int, query: str, *args: Any
+) -> AsyncIterator[list[asyncpg.Record]]:
+    """A query's rows `size` at a time from a cursor in the open transaction: the cursor reads the rows
+    as they were when it opened and resumes where it stopped, however the transaction changes them."""
+    cursor = await conn.cursor(query, *args)
+    while rows := await cursor.fetch(size):
+        yield rows

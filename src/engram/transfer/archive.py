@@ -28,6 +28,7 @@ from engram.errors import InvalidInput
 
 SCHEMA_VERSION = 1
 MAX_UNCOMPRESSED_BYTES = 2 * 1024**3  # a larger archive is refused before anything is inflated
+LINK_BATCH = 20_000  # links read, written or inserted per step: memory stays flat whatever the bank's size
 TABLE_FILES = ("mental_models", "mental_model_history", "directives", "webhooks", "knowledge_pages")
 
 
@@ -146,7 +147,7 @@ class LinksEntry:
                 yield batch
 
     def __iter__(self) -> Iterator[dict[str, Any]]:
-        for batch in self.batches(20_000):
+        for batch in self.batches(LINK_BATCH):
             yield from batch
 
 

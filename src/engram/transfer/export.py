@@ -15,11 +15,10 @@ from engram.errors import BankNotFound, InvalidInput
 from engram.store import transfer_reads as reads
 from engram.store.banks import get_bank
 from engram.store.tx import Conn
-from engram.transfer.archive import Archive, manifest_for
+from engram.transfer.archive import LINK_BATCH, Archive, manifest_for
 
 Position = dict[uuid.UUID, tuple[str, int]]  # fact id → (document id, index in its document's facts)
 YIELD_EVERY = 1_000  # documents built between two turns of the event loop (~10 ms)
-LINK_BATCH = 20_000  # links read and written per step: memory stays flat whatever the bank's size
 
 
 def _iso(value: datetime | None) -> str | None:

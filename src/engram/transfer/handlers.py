@@ -11,8 +11,8 @@ from typing import IO, TYPE_CHECKING, Any
 
 from engram.store import files
 from engram.store import transfer_reads as reads
-from engram.transfer.archive import ArchiveWriter, read_archive
-from engram.transfer.export import LINK_BATCH, export_bank, export_bank_but_links, link_refs
+from engram.transfer.archive import LINK_BATCH, ArchiveWriter, read_archive
+from engram.transfer.export import export_bank, export_bank_but_links, link_refs
 from engram.transfer.importer import ImportOptions, import_archive
 from engram.worker.handlers import Progress, handler
 

@@ -23,7 +23,7 @@ from engram.store.banks import get_bank, upsert_bank
 from engram.store.memories import delete_units_where
 from engram.store.tx import transaction
 from engram.transfer import import_rows as rows
-from engram.transfer.archive import Archive, LinksEntry
+from engram.transfer.archive import LINK_BATCH, Archive, LinksEntry
 
 if TYPE_CHECKING:
     from engram.services import Services
@@ -50,7 +50,6 @@ class ImportOptions:
             raise InvalidInput("target_bank_id", "must not be empty")
 
 
-LINK_BATCH = 20_000  # an archive's links parsed and inserted per step
 # Facts inserted per statement: all of a 100,000-fact archive in one took ~100 s (each enters the
 # vector index), so ~300,000 would meet the 300 s command timeout.
 FACT_BATCH = 10_000
