@@ -13,6 +13,7 @@ import pytest
 from engram.store.migrate import apply_migrations, migration_files
 from tests.conftest import RunningServer, separate_database, start_server
 from tests.integration.test_consolidation import Script
+from tests.support.migrations import migrate_before
 from tests.support.scripted_llm import ScriptedLLM
 from tests.support.waiting import settle
 
@@ -98,13 +99,7 @@ async def test_the_migration_carries_the_statuses_of_facts_written_before_it_ove
     with separate_database(pg_dsn) as dsn:
         conn = await asyncpg.connect(dsn)
         try:
-            await conn.execute(
-                "CREATE TABLE schema_migrations (version integer PRIMARY KEY, name text NOT NULL,"
-                " applied_at timestamptz NOT NULL DEFAULT now())")
-            for version, name, sql in migration_files():
-                if version < 23:
-                    await conn.execute(sql)
-                    await conn.execute("INSERT INTO schema_migrations (version, name) VALUES ($1, $2)", version, name)
+            await migrate_before(conn, 23)
             await conn.execute("INSERT INTO banks (bank_id) VALUES ('old')")
             before = await conn.fetch(
                 """

@@ -112,3 +112,33 @@ async def test_a_restore_inserting_one_fact_per_statement_restores_every_fact_as
     finally:
         await conn.close()
         await close_services(services)
+
+
+async def test_documents_written_a_few_per_statement_arrive_as_they_were_and_replace_whole(
+    isolated_dsn: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # 1,000 documents per statement in the server; three here, so the four documents take two batches.
+    retain_alike_facts(isolated_dsn)
+    monkeypatch.setattr(importer, "DOCUMENT_BATCH", 3)
+    services = await open_services(Settings(database_url=isolated_dsn, worker_enabled=False))
+    conn = await asyncpg.connect(isolated_dsn)
+    try:
+        archive = await exported(services, BANK)
+        assert (await import_archive(services, archive, ImportOptions("restored")))["documents_imported"] == 4
+        documents = ("SELECT id, created_at, tags, content_hash, original_text, metadata::text FROM documents"
+                     " WHERE bank_id = $1 ORDER BY id")
+        chunks = "SELECT document_id, chunk_index, chunk_text FROM chunks WHERE bank_id = $1 ORDER BY 1, 2"
+        for query in (documents, chunks):
+            original = [tuple(r) for r in await conn.fetch(query, BANK)]
+            assert len(original) == 4, query
+            assert [tuple(r) for r in await conn.fetch(query, "restored")] == original
+
+        merged = await import_archive(services, archive, ImportOptions("restored", mode="merge",
+                                                                       document_conflict="replace"))
+        assert (merged["documents_replaced"], merged["facts_imported"]) == (4, 4), merged
+        facts = "SELECT document_id, text FROM memory_units WHERE bank_id = $1 ORDER BY 1, 2"
+        assert [tuple(r) for r in await conn.fetch(facts, "restored")] == [
+            tuple(r) for r in await conn.fetch(facts, BANK)], "each replaced document's facts once"
+    finally:
+        await conn.close()
+        await close_services(services)

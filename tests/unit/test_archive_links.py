@@ -1,5 +1,7 @@
 """An archive's `links.json` is read a batch at a time (`LinksEntry`): written by Engram one link a
-line, or pretty-printed as older Engram archives were."""
+line, or pretty-printed as older Engram archives were. Being read in batches, it does not count
+toward the archive's inflated-size limit; it is bounded instead against a ZIP bomb (inflating past
+100 times its compressed size) and line by line (no link past 64 kB)."""
 
 from __future__ import annotations
 
@@ -10,6 +12,7 @@ import zipfile
 import pytest
 
 from engram.errors import InvalidInput
+from engram.transfer import archive as archive_module
 from engram.transfer.archive import Archive, ArchiveWriter, LinksEntry, read_archive
 
 LINKS = [{"from": {"document_id": f"d{n}", "fact_index": 0}, "to": {"document_id": "d0", "fact_index": n},
@@ -27,9 +30,9 @@ def written_by_engram() -> bytes:
     return buffer.getvalue()
 
 
-def with_links_file(text: str) -> bytes:
+def with_links_file(text: str, compression: int = zipfile.ZIP_STORED) -> bytes:
     buffer = io.BytesIO()
-    with zipfile.ZipFile(buffer, "w") as zf:
+    with zipfile.ZipFile(buffer, "w", compression) as zf:
         zf.writestr("manifest.json", json.dumps(MANIFEST))
         zf.writestr("links.json", text)
     return buffer.getvalue()
@@ -56,3 +59,32 @@ def test_an_archive_without_links_has_none_and_one_with_none_has_an_empty_list()
 def test_a_broken_link_line_names_the_file_and_line() -> None:
     with pytest.raises(InvalidInput, match="links.json in the archive, line 3"):
         list(read_archive(with_links_file('[\n{"link_type": "semantic"},\n{broken\n]')).links)
+
+
+def test_a_link_line_past_the_limit_is_refused_naming_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    line = json.dumps(LINKS[0])
+    monkeypatch.setattr(archive_module, "MAX_LINK_LINE_CHARS", len(line) + 1)  # the line and its comma
+    at_the_limit = with_links_file("[\n" + ",\n".join([line] * 3) + "\n]\n")
+    assert list(read_archive(at_the_limit).links or []) == [LINKS[0]] * 3
+    longer = json.dumps({**LINKS[0], "weight": 0.123})
+    with pytest.raises(InvalidInput, match="links.json in the archive, line 3, is longer than"):
+        list(read_archive(with_links_file(f"[\n{line},\n{longer},\n{line}\n]\n")).links or [])
+
+
+def test_links_do_not_count_toward_the_inflated_size_but_a_links_bomb_is_refused(
+    monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(archive_module, "MAX_UNCOMPRESSED_BYTES", 300)
+    many = "[\n" + ",\n".join(json.dumps(link) for link in LINKS * 4) + "\n]\n"
+    assert len(many) > 300
+    assert list(read_archive(with_links_file(many, zipfile.ZIP_DEFLATED)).links or []) == LINKS * 4
+    documents = io.BytesIO()
+    with zipfile.ZipFile(documents, "w") as zf:
+        zf.writestr("manifest.json", json.dumps(MANIFEST))
+        zf.writestr("documents/000000.json", json.dumps({"id": "d", "original_text": "x" * 400}))
+    with pytest.raises(InvalidInput, match="inflates to more than 300 bytes"):
+        read_archive(documents.getvalue())
+
+    bomb = with_links_file("[\n" + " " * 2_000_000 + "\n]\n", zipfile.ZIP_DEFLATED)
+    with pytest.raises(InvalidInput, match="links.json inflates more than 100 times"):
+        read_archive(bomb)

@@ -3,10 +3,11 @@ stored archive; and Hindsight's deprecated document-transfer routes, served as 1
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from fastapi import APIRouter, Depends, File, Query, Request, UploadFile
-from fastapi.responses import JSONResponse, Response
+from fastapi.responses import JSONResponse, StreamingResponse
 
 from engram.api.auth import bank_access
 from engram.api.deps import require_bank, services
@@ -15,7 +16,7 @@ from engram.services import Services
 from engram.store import files
 from engram.store import operations as ops
 from engram.store.banks import get_bank
-from engram.transfer.archive import read_archive
+from engram.transfer.archive import Archive, read_archive
 from engram.transfer.handlers import upload_key
 from engram.transfer.importer import CONFLICTS, MODES
 
@@ -50,13 +51,19 @@ async def export_bank_transfer(
     return await _submit(svc, bank_id, "bank_export", payload)
 
 
-async def _upload(svc: Services, bank_id: str, file: UploadFile) -> tuple[str, Any]:
-    """Check the archive now (a bad one is a 400 at once), keep it for the worker."""
-    data = await file.read()
-    archive = read_archive(data)
+async def _checked(file: UploadFile) -> Archive:
+    """The uploaded archive, read and checked on a thread (a bad one is a 400 at once; a big one's
+    documents take seconds to parse). The upload stays on disk past its first megabyte."""
+    await file.seek(0)
+    return await asyncio.to_thread(read_archive, file.file)
+
+
+async def _keep(svc: Services, bank_id: str, file: UploadFile) -> str:
+    """The upload stored for the worker, a part at a time; returns its key."""
     key = upload_key(bank_id)
-    await files.put(svc.pool, key, bank_id, data, media_type="application/zip", filename=file.filename)
-    return key, archive
+    await file.seek(0)
+    await files.put_file(svc.pool, key, bank_id, file.file, media_type="application/zip", filename=file.filename)
+    return key
 
 
 @router.post("/banks/{bank_id}/transfer/import")
@@ -70,14 +77,12 @@ async def import_bank_transfer(
         raise InvalidInput("mode", f"must be one of {', '.join(MODES)}")
     if document_conflict not in CONFLICTS:
         raise InvalidInput("document_conflict", f"must be one of {', '.join(CONFLICTS)}")
-    data = await file.read()
-    archive = read_archive(data)
+    archive = await _checked(file)
     target = target_bank_id or archive.source_bank_id or bank_id
     _may_create(request, target)
     if mode == "restore" and await get_bank(svc.pool, target) is not None:
         raise Conflict(f"bank '{target}' already exists: a restore creates a new bank (use mode=merge to add to it)")
-    key = upload_key(bank_id)
-    await files.put(svc.pool, key, bank_id, data, media_type="application/zip", filename=file.filename)
+    key = await _keep(svc, bank_id, file)
     payload = {"storage_key": key, "target_bank_id": target, "mode": mode, "document_conflict": document_conflict,
                "include_data": include_data is not False, "include_bank_config": include_bank_config is not False}
     return await _submit(svc, bank_id, "bank_import", payload)
@@ -100,13 +105,16 @@ async def clone_bank(
 
 
 @router.get("/files/download/{key:path}", tags=["Document Transfer"])
-async def download_file(key: str, request: Request, svc: Services = Depends(services)) -> Response:
-    row = await files.get(svc.pool, key)
+async def download_file(key: str, request: Request, svc: Services = Depends(services)) -> StreamingResponse:
+    row = await files.info(svc.pool, key)
     access = bank_access(request)  # a bank-limited API key sees other banks' files as missing
     if row is None or (access is not None and not access.allows(row["bank_id"])):
         raise NotFound(f"file '{key}' not found")
-    headers = {"Content-Disposition": f'attachment; filename="{row["filename"] or "download"}"'}
-    return Response(content=bytes(row["data"]), media_type=row["media_type"], headers=headers)
+    headers = {"Content-Disposition": f'attachment; filename="{row["filename"] or "download"}"',
+               "Content-Length": str(row["byte_size"])}
+    # Streamed a stored part at a time: an archive can pass a gigabyte. Should the file be deleted
+    # meanwhile, the body ends short of its Content-Length and the client sees the download fail.
+    return StreamingResponse(files.parts(svc.pool, key), media_type=row["media_type"], headers=headers)
 
 
 # --- deprecated in Hindsight 1.1.0, served the same way --------------------------------------------
@@ -139,7 +147,8 @@ async def import_documents(
     await require_bank(svc, bank_id)
     if on_conflict not in CONFLICTS:
         raise InvalidInput("on_conflict", f"must be one of {', '.join(CONFLICTS)}")
-    key, _ = await _upload(svc, bank_id, file)
+    await _checked(file)
+    key = await _keep(svc, bank_id, file)
     payload = {"storage_key": key, "target_bank_id": bank_id, "mode": "merge", "document_conflict": on_conflict,
                "include_data": True, "include_bank_config": False}
     return await _submit(svc, bank_id, "bank_import", payload)

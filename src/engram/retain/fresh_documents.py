@@ -67,15 +67,7 @@ async def write_fresh_documents(
         return False
     await fw.upsert_documents(conn, bank_id, _document_rows(plans, store_text, retain_params))
     chunks = [(c.chunk_id, plan.document_id, c.index, c.text, c.content_hash) for plan in plans for c in plan.chunks]
-    if chunks:
-        await conn.execute(
-            """
-            INSERT INTO chunks (id, bank_id, document_id, chunk_index, chunk_text, content_hash)
-            SELECT u.id, $1, u.doc, u.idx, u.txt, u.hash
-            FROM unnest($2::text[], $3::text[], $4::int[], $5::text[], $6::text[]) AS u(id, doc, idx, txt, hash)
-            """,
-            bank_id, *(list(column) for column in zip(*chunks, strict=True)),
-        )
+    await fw.insert_chunks_of_documents(conn, bank_id, chunks)
     return True
 
 

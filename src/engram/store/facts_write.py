@@ -179,6 +179,22 @@ async def insert_chunks(
     )
 
 
+async def insert_chunks_of_documents(
+    conn: asyncpg.Connection, bank_id: str, chunks: list[tuple[str, str, int, str, str]]
+) -> None:
+    """Chunks of several documents in one statement. chunks: (id, document_id, chunk_index, text, content_hash)."""
+    if not chunks:
+        return
+    await conn.execute(
+        """
+        INSERT INTO chunks (id, bank_id, document_id, chunk_index, chunk_text, content_hash)
+        SELECT u.id, $1, u.doc, u.idx, u.txt, u.hash
+        FROM unnest($2::text[], $3::text[], $4::int[], $5::text[], $6::text[]) AS u(id, doc, idx, txt, hash)
+        """,
+        bank_id, *(list(column) for column in zip(*chunks, strict=True)),
+    )
+
+
 async def insert_units(conn: asyncpg.Connection, bank_id: str, units: list[UnitRow]) -> None:
     if not units:
         return

@@ -44,9 +44,18 @@ async def set_unit_lifecycle(conn: asyncpg.Connection, rows: list[UnitLifecycle]
     )
 
 
-async def set_document_created(conn: asyncpg.Connection, bank_id: str, document_id: str, created_at: datetime) -> None:
-    await conn.execute("UPDATE documents SET created_at = $3 WHERE bank_id = $1 AND id = $2", bank_id, document_id,
-                       created_at)
+async def set_documents_created(
+    conn: asyncpg.Connection, bank_id: str, created: list[tuple[str, datetime]]
+) -> None:
+    """Documents' creation times as archived: (document id, created_at), in one statement."""
+    if not created:
+        return
+    ids, times = (list(column) for column in zip(*created, strict=True))
+    await conn.execute(
+        "UPDATE documents d SET created_at = u.t FROM unnest($2::text[], $3::timestamptz[]) AS u(id, t)"
+        " WHERE d.bank_id = $1 AND d.id = u.id",
+        bank_id, ids, times,
+    )
 
 
 @dataclass

@@ -27,7 +27,13 @@ from typing import IO, Any
 from engram.errors import InvalidInput
 
 SCHEMA_VERSION = 1
-MAX_UNCOMPRESSED_BYTES = 2 * 1024**3  # a larger archive is refused before anything is inflated
+# An archive inflating past this (links.json aside) is refused before anything is inflated: all of it
+# but the links is held in memory while it is imported.
+MAX_UNCOMPRESSED_BYTES = 2 * 1024**3
+# links.json is read a batch at a time, so its size is bounded only against a ZIP bomb: Engram's
+# compresses ~5:1, and no line (one link) may pass MAX_LINK_LINE_CHARS.
+MAX_LINKS_INFLATION = 100
+MAX_LINK_LINE_CHARS = 64 * 1024
 LINK_BATCH = 20_000  # links read, written or inserted per step: memory stays flat whatever the bank's size
 TABLE_FILES = ("mental_models", "mental_model_history", "directives", "webhooks", "knowledge_pages")
 
@@ -72,14 +78,26 @@ def _json(zf: zipfile.ZipFile, name: str, default: Any) -> Any:
         raise InvalidInput("file", f"{name} in the archive is not JSON: {exc}") from None
 
 
-def read_archive(data: bytes) -> Archive:
+def _check_sizes(zf: zipfile.ZipFile) -> None:
+    entries = zf.infolist()
+    if sum(info.file_size for info in entries if info.filename != "links.json") > MAX_UNCOMPRESSED_BYTES:
+        raise InvalidInput("file", f"the archive inflates to more than {MAX_UNCOMPRESSED_BYTES} bytes")
+    for info in entries:
+        if info.filename == "links.json" and info.file_size > MAX_LINKS_INFLATION * max(info.compress_size, 1024):
+            raise InvalidInput("file", f"links.json inflates more than {MAX_LINKS_INFLATION} times: not a transfer"
+                                       " archive's")
+
+
+def read_archive(source: bytes | IO[bytes]) -> Archive:
+    """The archive in `source`: its bytes, or a seekable binary file, which must stay open while the
+    archive's links are read (they are read from it when iterated)."""
+    file = io.BytesIO(source) if isinstance(source, bytes | bytearray) else source
     try:
-        zf = zipfile.ZipFile(io.BytesIO(data))
+        zf = zipfile.ZipFile(file)
     except zipfile.BadZipFile:
         raise InvalidInput("file", "not a ZIP archive (expected a Hindsight/Engram transfer archive)") from None
     with zf:
-        if sum(info.file_size for info in zf.infolist()) > MAX_UNCOMPRESSED_BYTES:
-            raise InvalidInput("file", f"the archive inflates to more than {MAX_UNCOMPRESSED_BYTES} bytes")
+        _check_sizes(zf)
         manifest = _json(zf, "manifest.json", None)
         if not isinstance(manifest, dict):
             raise InvalidInput("file", "the archive has no manifest.json: not a transfer archive")
@@ -104,7 +122,7 @@ def read_archive(data: bytes) -> Archive:
             observations=_json(zf, "observations.json", []),
             tables={name: _json(zf, f"{name}.json", []) for name in TABLE_FILES},
             attachments=attachments,
-            links=LinksEntry(data) if "links.json" in zf.namelist() else None,
+            links=LinksEntry(file) if "links.json" in zf.namelist() else None,
         )
 
 
@@ -119,19 +137,26 @@ class LinksEntry:
     million links, parsed at once, took gigabytes. Engram writes one link a line; a pretty-printed
     file (older Engram archives) is parsed whole instead."""
 
-    def __init__(self, archive_bytes: bytes) -> None:
-        self._archive = archive_bytes
+    def __init__(self, archive: IO[bytes]) -> None:
+        self._archive = archive
 
     def batches(self, size: int) -> Iterator[list[dict[str, Any]]]:
-        with zipfile.ZipFile(io.BytesIO(self._archive)) as zf, zf.open("links.json") as raw:
+        with zipfile.ZipFile(self._archive) as zf, zf.open("links.json") as raw:
             lines = io.TextIOWrapper(raw, encoding="utf-8")
-            first, second = lines.readline(), lines.readline()
+            first, second = lines.readline(MAX_LINK_LINE_CHARS + 1), lines.readline(MAX_LINK_LINE_CHARS + 1)
             if not _a_link_a_line(first, second):
+                if zf.getinfo("links.json").file_size > MAX_UNCOMPRESSED_BYTES:
+                    raise InvalidInput("file", "links.json in the archive is not one link a line and inflates to"
+                                               f" more than {MAX_UNCOMPRESSED_BYTES} bytes")
                 links = json.loads(first + second + lines.read())
                 yield from (links[i:i + size] for i in range(0, len(links), size))
                 return
             batch: list[dict[str, Any]] = []
-            for number, line in enumerate(itertools.chain([second], lines), 2):
+            following = iter(lambda: lines.readline(MAX_LINK_LINE_CHARS + 1), "")
+            for number, line in enumerate(itertools.chain([second], following), 2):
+                if len(line) > MAX_LINK_LINE_CHARS and not line.endswith("\n"):
+                    raise InvalidInput("file", f"links.json in the archive, line {number}, is longer than"
+                                               f" {MAX_LINK_LINE_CHARS} characters")
                 line = line.strip().rstrip(",")
                 if line in ("", "]"):
                     continue

@@ -43,16 +43,15 @@ async def _export(services: Services, bank_id: str, payload: dict[str, Any]) -> 
 async def run_export(services: Services, operation: asyncpg.Record, progress: Progress) -> dict[str, Any]:
     bank_id, payload = operation["bank_id"], operation["payload"]
     await progress("exporting", 0, 1)
-    with tempfile.TemporaryFile() as spool:
-        manifest = await write_export(services, bank_id, payload, spool)
-        byte_size = spool.tell()
-        spool.seek(0)
-        data = await asyncio.to_thread(spool.read)
     key = f"banks/{bank_id}/exports/{operation['id']}/transfer.zip"
     suffix = "documents" if payload.get("archive_type") == "documents" else "bank"
     filename = f"{bank_id}-{suffix}.zip"
-    await files.forget_old_exports(services.pool, bank_id)
-    await files.put(services.pool, key, bank_id, data, media_type="application/zip", filename=filename)
+    with tempfile.TemporaryFile() as spool:
+        manifest = await write_export(services, bank_id, payload, spool)
+        spool.seek(0)
+        await files.forget_old_exports(services.pool, bank_id)
+        byte_size = await files.put_file(services.pool, key, bank_id, spool, media_type="application/zip",
+                                         filename=filename)
     return {
         "storage_key": key, "download_url": DOWNLOAD_PATH + key, "byte_size": byte_size, "filename": filename,
         **{k: manifest[k] for k in ("document_count", "fact_count", "observation_count", "mental_model_count",
@@ -87,12 +86,15 @@ def _options(payload: dict[str, Any], target: str) -> ImportOptions:
 @handler("bank_import")
 async def run_import(services: Services, operation: asyncpg.Record, progress: Progress) -> dict[str, Any]:
     payload = operation["payload"]
-    stored = await files.get(services.pool, payload["storage_key"])
+    stored = await files.info(services.pool, payload["storage_key"])
     if stored is None:
         raise RuntimeError(f"the uploaded archive {payload['storage_key']} is gone; upload it again")
-    archive = read_archive(bytes(stored["data"]))
-    target = payload.get("target_bank_id") or archive.source_bank_id
-    result = await import_archive(services, archive, _options(payload, target), progress)
+    with tempfile.TemporaryFile() as spool:  # the archive is read from a file, never whole in memory
+        if await files.copy_to(services.pool, payload["storage_key"], spool) != stored["byte_size"]:
+            raise RuntimeError(f"the uploaded archive {payload['storage_key']} changed while it was read; try again")
+        archive = await asyncio.to_thread(read_archive, spool)
+        target = payload.get("target_bank_id") or archive.source_bank_id
+        result = await import_archive(services, archive, _options(payload, target), progress)
     await files.delete(services.pool, payload["storage_key"])  # imported: the upload is no longer needed
     return result
 

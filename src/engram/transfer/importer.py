@@ -16,6 +16,7 @@ from engram.consolidate.trigger import after_memory_change
 from engram.errors import Conflict, InvalidInput
 from engram.retain.entities import Mention, store_entities
 from engram.retain.facts import embedding_text
+from engram.retain.fresh_documents import lock_documents
 from engram.store import attachments as attachment_store
 from engram.store import facts_write as fw
 from engram.store import transfer_writes as tw
@@ -53,6 +54,7 @@ class ImportOptions:
 # Facts inserted per statement: all of a 100,000-fact archive in one took ~100 s (each enters the
 # vector index), so ~300,000 would meet the 300 s command timeout.
 FACT_BATCH = 10_000
+DOCUMENT_BATCH = 1_000
 
 
 @dataclass
@@ -186,6 +188,17 @@ def _document_metadata(source: dict[str, Any]) -> Any:
     return (source.get("retain_params") or {}).get("metadata")
 
 
+def _document_row(doc: rows.DocumentRows) -> dict[str, Any]:
+    """The document's row for `facts_write.upsert_documents`."""
+    text = doc.source.get("original_text")
+    return {
+        "id": doc.document_id, "original_text": text, "content_hash": hashlib.sha256((text or "").encode()).hexdigest(),
+        "tags": list(doc.source.get("tags") or []), "metadata": _document_metadata(doc.source),
+        "retain_params": doc.source.get("engram_retain_params", doc.source.get("retain_params")),
+        "observation_scopes": doc.source.get("observation_scopes"),
+    }
+
+
 async def _restore_links(
     conn: Any, bank_id: str, archive: Archive, positions: dict[tuple[str, int], uuid.UUID]
 ) -> None:
@@ -203,27 +216,30 @@ async def _restore_links(
 async def _write_documents(conn: Any, bank_id: str, plan: _Plan, archive: Archive, *, lock: bool) -> None:
     """`lock`: take each document's writer lock, as a retain does (a merge into a bank others write to).
     A restore creates its bank and is its only writer; its documents' locks, one per document in one
-    transaction, filled PostgreSQL's lock table at ~10,000 documents ("out of shared memory")."""
+    transaction, filled PostgreSQL's lock table at ~10,000 documents ("out of shared memory").
+    Documents go DOCUMENT_BATCH at a time, a statement per table: one by one, a 100,000-document
+    archive took 400,000 statements."""
     attachments = rows.attachments_by_document(archive)
-    for doc in plan.documents:
-        if lock:
-            await fw.lock_document(conn, bank_id, doc.document_id)
-        if doc.document_id in plan.replaced:
-            await delete_units_where(conn, "m.bank_id = $1 AND m.document_id = $2", bank_id, doc.document_id)
-            await conn.execute("DELETE FROM documents WHERE bank_id = $1 AND id = $2", bank_id, doc.document_id)
-        text = doc.source.get("original_text")
-        await fw.upsert_document(
-            conn, bank_id, doc.document_id, original_text=text,
-            content_hash=hashlib.sha256((text or "").encode()).hexdigest(), tags=list(doc.source.get("tags") or []),
-            metadata=_document_metadata(doc.source),
-            retain_params=doc.source.get("engram_retain_params", doc.source.get("retain_params")),
-            observation_scopes=doc.source.get("observation_scopes"),
-        )
-        if created := rows.when(doc.source.get("created_at")):
-            await tw.set_document_created(conn, bank_id, doc.document_id, created)
-        await fw.insert_chunks(conn, bank_id, doc.document_id, doc.chunks)
-        doc.attachments = rows.attachment_rows(attachments.get(doc.source_id, []), doc)
-        await attachment_store.insert(conn, bank_id, doc.attachments)
+    if lock:  # all of them first, in sorted order as retains take theirs: no deadlock between the two
+        ordered = sorted({doc.document_id for doc in plan.documents})
+        for start in range(0, len(ordered), DOCUMENT_BATCH):
+            await lock_documents(conn, bank_id, ordered[start:start + DOCUMENT_BATCH])
+    to_replace = set(plan.replaced)
+    for start in range(0, len(plan.documents), DOCUMENT_BATCH):
+        batch = plan.documents[start:start + DOCUMENT_BATCH]
+        if replaced := [doc.document_id for doc in batch if doc.document_id in to_replace]:
+            await delete_units_where(conn, "m.bank_id = $1 AND m.document_id = ANY($2::text[])", bank_id, replaced)
+            await conn.execute("DELETE FROM documents WHERE bank_id = $1 AND id = ANY($2::text[])", bank_id, replaced)
+        # one row per id (an archive naming a document twice: the later one's row, as when upserted in turn)
+        await fw.upsert_documents(conn, bank_id, list({doc.document_id: _document_row(doc) for doc in batch}.values()))
+        await tw.set_documents_created(conn, bank_id, [
+            (doc.document_id, created) for doc in batch if (created := rows.when(doc.source.get("created_at")))])
+        await fw.insert_chunks_of_documents(conn, bank_id, [
+            (chunk_id, doc.document_id, index, text, digest) for doc in batch
+            for chunk_id, index, text, digest in doc.chunks])
+        for doc in batch:
+            doc.attachments = rows.attachment_rows(attachments.get(doc.source_id, []), doc)
+        await attachment_store.insert(conn, bank_id, [a for doc in batch for a in doc.attachments])
     units = [u for d in plan.documents for u in d.units]
     for start in range(0, len(units), FACT_BATCH):
         batch = units[start:start + FACT_BATCH]

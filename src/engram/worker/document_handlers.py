@@ -37,13 +37,13 @@ async def run_file_retain(services: Services, operation: asyncpg.Record, progres
     from engram.store import files
 
     payload, bank_id = operation["payload"], operation["bank_id"]
-    upload = await files.get(services.pool, payload["storage_key"])
+    upload = await files.read(services.pool, payload["storage_key"])
     if upload is None:
         raise RuntimeError(f"the uploaded file {payload['filename']} is gone; upload it again")
     await progress("converting", 0, 1)
-    item, markdown = await asyncio.to_thread(prepared_file, payload, bytes(upload["data"]))
+    item, markdown = await asyncio.to_thread(prepared_file, payload, upload)
     outcome = await retain_items(services, bank_id, [item], progress=progress)
-    await keep_original(services.pool, bank_id, payload, bytes(upload["data"]))
+    await keep_original(services.pool, bank_id, payload, upload)
     await files.delete(services.pool, payload["storage_key"])
     return {"document_id": item.document_id, "filename": payload["filename"], "format": payload["format"],
             "markdown_chars": len(markdown), "facts": len(outcome.unit_ids)}
