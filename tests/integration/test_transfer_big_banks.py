@@ -1,21 +1,28 @@
 """Transfers of big banks. An export writes its links a batch at a time (20,000 links a step: a
 100,000-memory bank has ~5 million, which as one list took gigabytes); here three links a step, and
-every link of the bank must still be in the archive's `links.json`, each end at its fact's place. A
-restore takes no per-document lock (one per document in one transaction filled PostgreSQL's lock
-table at ~10,000 documents), while a merge still waits for a writer of its documents."""
+every link of the bank must still be in the archive's `links.json`, each end at its fact's place. An
+import reads, prepares and writes its documents a batch at a time (1,000 in the server, three here),
+its progress moving once a batch, and still lands whole or not at all. A restore takes no
+per-document lock (one per document in one transaction filled PostgreSQL's lock table at ~10,000
+documents), while a merge still waits for a writer of its documents."""
 
 from __future__ import annotations
 
 import asyncio
+import io
 import tempfile
+import zipfile
+from collections.abc import AsyncIterator
 
 import asyncpg
 import pytest
 
 from engram import Memory
 from engram.api.app import close_services, open_services
+from engram.errors import InvalidInput
+from engram.services import Services
 from engram.settings import Settings
-from engram.transfer import handlers, importer
+from engram.transfer import handlers, import_documents
 from engram.transfer.archive import Archive, read_archive
 from engram.transfer.importer import ImportOptions, import_archive
 
@@ -32,11 +39,28 @@ def retain_alike_facts(dsn: str) -> None:
         memory.close()
 
 
-async def exported(services: object, bank_id: str) -> Archive:
+async def exported_bytes(services: object, bank_id: str) -> bytes:
     with tempfile.TemporaryFile() as spool:
         await handlers.write_export(services, bank_id, {}, spool)
         spool.seek(0)
-        return read_archive(spool.read())
+        return spool.read()
+
+
+async def exported(services: object, bank_id: str) -> Archive:
+    return read_archive(await exported_bytes(services, bank_id))
+
+
+@pytest.fixture
+async def harbour(isolated_dsn: str) -> AsyncIterator[tuple[Services, asyncpg.Connection]]:
+    """The services of a server (no worker) over a database with the four alike facts, and a connection."""
+    retain_alike_facts(isolated_dsn)
+    services = await open_services(Settings(database_url=isolated_dsn, worker_enabled=False))
+    conn = await asyncpg.connect(isolated_dsn)
+    try:
+        yield services, conn
+    finally:
+        await conn.close()
+        await close_services(services)
 
 
 async def test_an_export_written_a_few_links_at_a_time_holds_every_link_of_the_bank(
@@ -92,53 +116,75 @@ async def test_a_restore_takes_no_document_lock_and_a_merge_waits_for_one(isolat
 
 
 async def test_a_restore_inserting_one_fact_per_statement_restores_every_fact_as_it_was(
-    isolated_dsn: str, monkeypatch: pytest.MonkeyPatch
+    harbour: tuple[Services, asyncpg.Connection], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # 10,000 facts per statement in the server; one here, so each fact, its history and its entities
     # go in a statement of their own.
-    retain_alike_facts(isolated_dsn)
-    monkeypatch.setattr(importer, "FACT_BATCH", 1)
-    services = await open_services(Settings(database_url=isolated_dsn, worker_enabled=False))
-    conn = await asyncpg.connect(isolated_dsn)
-    try:
-        archive = await exported(services, BANK)
-        assert (await import_archive(services, archive, ImportOptions("restored")))["facts_imported"] == 4
-        facts = "SELECT text, created_at, state FROM memory_units WHERE bank_id = $1 ORDER BY text"
-        mentions = "SELECT canonical_name, mention_count FROM entities WHERE bank_id = $1 ORDER BY canonical_name"
-        for query in (facts, mentions):
-            original = [tuple(r) for r in await conn.fetch(query, BANK)]
-            assert original, query
-            assert [tuple(r) for r in await conn.fetch(query, "restored")] == original
-    finally:
-        await conn.close()
-        await close_services(services)
+    services, conn = harbour
+    monkeypatch.setattr(import_documents, "FACT_BATCH", 1)
+    archive = await exported(services, BANK)
+    assert (await import_archive(services, archive, ImportOptions("restored")))["facts_imported"] == 4
+    facts = "SELECT text, created_at, state FROM memory_units WHERE bank_id = $1 ORDER BY text"
+    mentions = "SELECT canonical_name, mention_count FROM entities WHERE bank_id = $1 ORDER BY canonical_name"
+    for query in (facts, mentions):
+        original = [tuple(r) for r in await conn.fetch(query, BANK)]
+        assert original, query
+        assert [tuple(r) for r in await conn.fetch(query, "restored")] == original
 
 
 async def test_documents_written_a_few_per_statement_arrive_as_they_were_and_replace_whole(
-    isolated_dsn: str, monkeypatch: pytest.MonkeyPatch
+    harbour: tuple[Services, asyncpg.Connection], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # 1,000 documents per statement in the server; three here, so the four documents take two batches.
-    retain_alike_facts(isolated_dsn)
-    monkeypatch.setattr(importer, "DOCUMENT_BATCH", 3)
-    services = await open_services(Settings(database_url=isolated_dsn, worker_enabled=False))
-    conn = await asyncpg.connect(isolated_dsn)
-    try:
-        archive = await exported(services, BANK)
-        assert (await import_archive(services, archive, ImportOptions("restored")))["documents_imported"] == 4
-        documents = ("SELECT id, created_at, tags, content_hash, original_text, metadata::text FROM documents"
-                     " WHERE bank_id = $1 ORDER BY id")
-        chunks = "SELECT document_id, chunk_index, chunk_text FROM chunks WHERE bank_id = $1 ORDER BY 1, 2"
-        for query in (documents, chunks):
-            original = [tuple(r) for r in await conn.fetch(query, BANK)]
-            assert len(original) == 4, query
-            assert [tuple(r) for r in await conn.fetch(query, "restored")] == original
+    services, conn = harbour
+    monkeypatch.setattr(import_documents, "DOCUMENT_BATCH", 3)
+    archive = await exported(services, BANK)
+    assert (await import_archive(services, archive, ImportOptions("restored")))["documents_imported"] == 4
+    documents = ("SELECT id, created_at, tags, content_hash, original_text, metadata::text FROM documents"
+                 " WHERE bank_id = $1 ORDER BY id")
+    chunks = "SELECT document_id, chunk_index, chunk_text FROM chunks WHERE bank_id = $1 ORDER BY 1, 2"
+    for query in (documents, chunks):
+        original = [tuple(r) for r in await conn.fetch(query, BANK)]
+        assert len(original) == 4, query
+        assert [tuple(r) for r in await conn.fetch(query, "restored")] == original
 
-        merged = await import_archive(services, archive, ImportOptions("restored", mode="merge",
-                                                                       document_conflict="replace"))
-        assert (merged["documents_replaced"], merged["facts_imported"]) == (4, 4), merged
-        facts = "SELECT document_id, text FROM memory_units WHERE bank_id = $1 ORDER BY 1, 2"
-        assert [tuple(r) for r in await conn.fetch(facts, "restored")] == [
-            tuple(r) for r in await conn.fetch(facts, BANK)], "each replaced document's facts once"
-    finally:
-        await conn.close()
-        await close_services(services)
+    merged = await import_archive(services, archive, ImportOptions("restored", mode="merge",
+                                                                   document_conflict="replace"))
+    assert (merged["documents_replaced"], merged["facts_imported"]) == (4, 4), merged
+    facts = "SELECT document_id, text FROM memory_units WHERE bank_id = $1 ORDER BY 1, 2"
+    assert [tuple(r) for r in await conn.fetch(facts, "restored")] == [
+        tuple(r) for r in await conn.fetch(facts, BANK)], "each replaced document's facts once"
+
+
+def _with_document_broken(data: bytes, name: str) -> bytes:
+    """The archive with one document's file replaced by a JSON object with no id."""
+    out = io.BytesIO()
+    with zipfile.ZipFile(io.BytesIO(data)) as source, zipfile.ZipFile(out, "w") as target:
+        for info in source.infolist():
+            target.writestr(info.filename, b"{}" if info.filename == name else source.read(info.filename))
+    return out.getvalue()
+
+
+async def test_an_import_reads_its_documents_a_batch_at_a_time_and_lands_whole_or_not_at_all(
+    harbour: tuple[Services, asyncpg.Connection], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # 1,000 documents a batch in the server; three here: the progress moves once a batch, and a broken
+    # fourth document, met only when its batch is read, rolls back the three already written.
+    services, conn = harbour
+    monkeypatch.setattr(import_documents, "DOCUMENT_BATCH", 3)
+    data = await exported_bytes(services, BANK)
+    steps: list[tuple[str, int, int]] = []
+
+    async def progress(stage: str, done: int, total: int) -> None:
+        steps.append((stage, done, total))
+
+    await import_archive(services, read_archive(data), ImportOptions("restored"), progress)
+    assert steps == [("importing", 0, 5), ("importing", 3, 5), ("importing", 4, 5), ("importing", 5, 5)]
+
+    broken = _with_document_broken(data, "documents/000003.json")
+    with pytest.raises(InvalidInput, match="documents/000003.json in the archive has no document id"):
+        read_archive(broken)  # an upload is checked whole
+    with pytest.raises(InvalidInput, match="documents/000003.json"):
+        await import_archive(services, read_archive(broken, check_documents=False), ImportOptions("broken"))
+    assert await conn.fetchval("SELECT count(*) FROM banks WHERE bank_id = 'broken'") == 0
+    assert await conn.fetchval("SELECT count(*) FROM memory_units WHERE bank_id = 'broken'") == 0
