@@ -2,7 +2,8 @@
 100,000-memory bank has ~5 million, which as one list took gigabytes); here three links a step, and
 every link of the bank must still be in the archive's `links.json`, each end at its fact's place. An
 import reads, prepares and writes its documents a batch at a time (1,000 in the server, three here),
-its progress moving once a batch, and still lands whole or not at all. A restore takes no
+its progress moving once a batch, and still lands whole or not at all; links rebuilt for an archive
+without them go 10,000 facts per statement (one here) and are the same links. A restore takes no
 per-document lock (one per document in one transaction filled PostgreSQL's lock table at ~10,000
 documents), while a merge still waits for a writer of its documents."""
 
@@ -22,7 +23,7 @@ from engram.api.app import close_services, open_services
 from engram.errors import InvalidInput
 from engram.services import Services
 from engram.settings import Settings
-from engram.transfer import handlers, import_documents
+from engram.transfer import handlers, import_documents, importer
 from engram.transfer.archive import Archive, read_archive
 from engram.transfer.importer import ImportOptions, import_archive
 
@@ -188,3 +189,25 @@ async def test_an_import_reads_its_documents_a_batch_at_a_time_and_lands_whole_o
         await import_archive(services, read_archive(broken, check_documents=False), ImportOptions("broken"))
     assert await conn.fetchval("SELECT count(*) FROM banks WHERE bank_id = 'broken'") == 0
     assert await conn.fetchval("SELECT count(*) FROM memory_units WHERE bank_id = 'broken'") == 0
+
+
+async def test_links_rebuilt_a_fact_per_statement_are_the_links_rebuilt_at_once(
+    harbour: tuple[Services, asyncpg.Connection], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # An archive without links.json (Hindsight's) has its temporal and semantic links rebuilt, 10,000
+    # facts per statement in the server; here all at once, then one fact per statement.
+    services, conn = harbour
+    archive = await exported(services, BANK)
+    archive.links = None
+    await import_archive(services, archive, ImportOptions("at-once"))
+    monkeypatch.setattr(importer, "LINK_REBUILD_BATCH", 1)
+    await import_archive(services, archive, ImportOptions("one-by-one"))
+    links = """
+        SELECT f.text, t.text, l.link_type, l.weight FROM memory_links l
+        JOIN memory_units f ON f.id = l.from_unit JOIN memory_units t ON t.id = l.to_unit
+        WHERE l.bank_id = $1 ORDER BY 1, 2, 3
+    """
+    at_once = [tuple(r) for r in await conn.fetch(links, "at-once")]
+    assert {link_type for *_, link_type, _ in at_once} == {"temporal", "semantic"}, at_once
+    assert len(at_once) > 8
+    assert [tuple(r) for r in await conn.fetch(links, "one-by-one")] == at_once
