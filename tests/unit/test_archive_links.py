@@ -1,7 +1,8 @@
 """An archive's `links.json` is read a batch at a time (`LinksEntry`): written by Engram one link a
 line, or pretty-printed as older Engram archives were. Being read in batches, it does not count
-toward the archive's inflated-size limit; it is bounded instead against a ZIP bomb (inflating past
-100 times its compressed size) and line by line (no link past 64 kB)."""
+toward the archive's inflated-size limit, nor do the documents (each parsed alone); they are bounded
+instead against a ZIP bomb (inflating past 100 times their compressed size), a document to 256 MB,
+and links.json line by line (no link past 64 kB)."""
 
 from __future__ import annotations
 
@@ -71,20 +72,37 @@ def test_a_link_line_past_the_limit_is_refused_naming_it(monkeypatch: pytest.Mon
         list(read_archive(with_links_file(f"[\n{line},\n{longer},\n{line}\n]\n")).links or [])
 
 
-def test_links_do_not_count_toward_the_inflated_size_but_a_links_bomb_is_refused(
+def test_documents_and_links_do_not_count_toward_the_inflated_size_but_bombs_are_refused(
     monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(archive_module, "MAX_UNCOMPRESSED_BYTES", 300)
     many = "[\n" + ",\n".join(json.dumps(link) for link in LINKS * 4) + "\n]\n"
-    assert len(many) > 300
-    assert list(read_archive(with_links_file(many, zipfile.ZIP_DEFLATED)).links or []) == LINKS * 4
-    documents = io.BytesIO()
-    with zipfile.ZipFile(documents, "w") as zf:
+    document = {"id": "d", "original_text": "Amara sails to Lisbon in May. " * 12}
+    assert len(many) > 300 and len(json.dumps(document)) > 300
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as zf:
         zf.writestr("manifest.json", json.dumps(MANIFEST))
-        zf.writestr("documents/000000.json", json.dumps({"id": "d", "original_text": "x" * 400}))
+        zf.writestr("documents/000000.json", json.dumps(document))
+        zf.writestr("links.json", many)
+    archive = read_archive(buffer.getvalue())
+    assert list(archive.documents) == [document] and list(archive.links or []) == LINKS * 4
+
+    held = io.BytesIO()
+    with zipfile.ZipFile(held, "w") as zf:
+        zf.writestr("manifest.json", json.dumps(MANIFEST))
+        zf.writestr("observations.json", json.dumps([{"text": "x" * 400}]))
     with pytest.raises(InvalidInput, match="inflates to more than 300 bytes"):
-        read_archive(documents.getvalue())
+        read_archive(held.getvalue())
 
     bomb = with_links_file("[\n" + " " * 2_000_000 + "\n]\n", zipfile.ZIP_DEFLATED)
     with pytest.raises(InvalidInput, match="links.json inflates more than 100 times"):
         read_archive(bomb)
+    document_bomb = io.BytesIO()
+    with zipfile.ZipFile(document_bomb, "w", zipfile.ZIP_DEFLATED) as zf:
+        zf.writestr("manifest.json", json.dumps(MANIFEST))
+        zf.writestr("documents/000000.json", json.dumps({"id": "d", "original_text": " " * 2_000_000}))
+    with pytest.raises(InvalidInput, match="documents/000000.json inflates more than 100 times"):
+        read_archive(document_bomb.getvalue())
+    monkeypatch.setattr(archive_module, "MAX_DOCUMENT_BYTES", 200)
+    with pytest.raises(InvalidInput, match="documents/000000.json inflates to more than 200 bytes"):
+        read_archive(buffer.getvalue())

@@ -27,12 +27,14 @@ from typing import IO, Any
 from engram.errors import InvalidInput
 
 SCHEMA_VERSION = 1
-# An archive inflating past this (links.json aside) is refused before anything is inflated: all of it
-# but the links is held in memory while it is imported.
+# Refused before anything is inflated, against ZIP bombs. The entries held in memory while an archive
+# is imported (all but the documents and links.json) may inflate to MAX_UNCOMPRESSED_BYTES in all.
+# The documents (each parsed alone) and links.json (read a link at a time) are bounded only by
+# inflating at most MAX_INFLATION times their compressed size (Engram's compress ~3-5:1), a document
+# to MAX_DOCUMENT_BYTES, and a line of links.json (one link) to MAX_LINK_LINE_CHARS.
 MAX_UNCOMPRESSED_BYTES = 2 * 1024**3
-# links.json is read a batch at a time, so its size is bounded only against a ZIP bomb: Engram's
-# compresses ~5:1, and no line (one link) may pass MAX_LINK_LINE_CHARS.
-MAX_LINKS_INFLATION = 100
+MAX_INFLATION = 100
+MAX_DOCUMENT_BYTES = 256 * 1024**2
 MAX_LINK_LINE_CHARS = 64 * 1024
 LINK_BATCH = 20_000  # links read, written or inserted per step: memory stays flat whatever the bank's size
 TABLE_FILES = ("mental_models", "mental_model_history", "directives", "webhooks", "knowledge_pages")
@@ -78,14 +80,23 @@ def _json(zf: zipfile.ZipFile, name: str, default: Any) -> Any:
         raise InvalidInput("file", f"{name} in the archive is not JSON: {exc}") from None
 
 
+def _streamed(name: str) -> bool:
+    """Whether the entry is read alone or in parts (not held with the rest): a document, links.json."""
+    return name == "links.json" or (name.startswith("documents/") and name.endswith(".json"))
+
+
 def _check_sizes(zf: zipfile.ZipFile) -> None:
     entries = zf.infolist()
-    if sum(info.file_size for info in entries if info.filename != "links.json") > MAX_UNCOMPRESSED_BYTES:
+    if sum(info.file_size for info in entries if not _streamed(info.filename)) > MAX_UNCOMPRESSED_BYTES:
         raise InvalidInput("file", f"the archive inflates to more than {MAX_UNCOMPRESSED_BYTES} bytes")
     for info in entries:
-        if info.filename == "links.json" and info.file_size > MAX_LINKS_INFLATION * max(info.compress_size, 1024):
-            raise InvalidInput("file", f"links.json inflates more than {MAX_LINKS_INFLATION} times: not a transfer"
-                                       " archive's")
+        if not _streamed(info.filename):
+            continue
+        if info.file_size > MAX_INFLATION * max(info.compress_size, 1024):
+            raise InvalidInput("file", f"{info.filename} inflates more than {MAX_INFLATION} times: not a"
+                                       " transfer archive's")
+        if info.filename != "links.json" and info.file_size > MAX_DOCUMENT_BYTES:
+            raise InvalidInput("file", f"{info.filename} inflates to more than {MAX_DOCUMENT_BYTES} bytes")
 
 
 def read_archive(source: bytes | IO[bytes], *, check_documents: bool = True) -> Archive:
