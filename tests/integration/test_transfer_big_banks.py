@@ -1,11 +1,12 @@
-"""Transfers of big banks. An export writes its links a batch at a time (20,000 links a step: a
-100,000-memory bank has ~5 million, which as one list took gigabytes); here three links a step, and
-every link of the bank must still be in the archive's `links.json`, each end at its fact's place. An
-import reads, prepares and writes its documents a batch at a time (1,000 in the server, three here),
-its progress moving once a batch, and still lands whole or not at all; links rebuilt for an archive
-without them go 10,000 facts per statement (one here) and are the same links. A restore takes no
-per-document lock (one per document in one transaction filled PostgreSQL's lock table at ~10,000
-documents), while a merge still waits for a writer of its documents."""
+"""Transfers of big banks. An export writes its documents and links a batch at a time (1,000
+documents and 20,000 links a step: a 100,000-memory bank has ~5 million links, which as one list took
+gigabytes); here three of each a step, and every document, fact and link of the bank must still be in
+the archive, each link's ends at their facts' places. An import reads, prepares and writes its
+documents a batch at a time (1,000 in the server, three here), its progress moving once a batch, and
+still lands whole or not at all; links rebuilt for an archive without them go 10,000 facts per
+statement (one here) and are the same links. A restore takes no per-document lock (one per document
+in one transaction filled PostgreSQL's lock table at ~10,000 documents), while a merge still waits
+for a writer of its documents."""
 
 from __future__ import annotations
 
@@ -23,7 +24,7 @@ from engram.api.app import close_services, open_services
 from engram.errors import InvalidInput
 from engram.services import Services
 from engram.settings import Settings
-from engram.transfer import handlers, import_documents, importer
+from engram.transfer import export, handlers, import_documents, importer
 from engram.transfer.archive import Archive, read_archive
 from engram.transfer.importer import ImportOptions, import_archive
 
@@ -64,25 +65,21 @@ async def harbour(isolated_dsn: str) -> AsyncIterator[tuple[Services, asyncpg.Co
         await close_services(services)
 
 
-async def test_an_export_written_a_few_links_at_a_time_holds_every_link_of_the_bank(
-    isolated_dsn: str, monkeypatch: pytest.MonkeyPatch
+async def test_an_export_written_a_few_documents_and_links_at_a_time_holds_each_at_its_place(
+    harbour: tuple[Services, asyncpg.Connection], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    retain_alike_facts(isolated_dsn)
-    conn = await asyncpg.connect(isolated_dsn)
-    try:
-        stored = await conn.fetch("SELECT from_unit, to_unit, link_type FROM memory_links WHERE bank_id = $1", BANK)
-    finally:
-        await conn.close()
+    services, conn = harbour
+    stored = await conn.fetch("SELECT from_unit, to_unit, link_type FROM memory_links WHERE bank_id = $1", BANK)
     assert len(stored) > 6, "more than two batches of three"
+    facts = await conn.fetch("SELECT document_id, text FROM memory_units WHERE bank_id = $1", BANK)
 
-    monkeypatch.setattr(handlers, "LINK_BATCH", 3)
-    services = await open_services(Settings(database_url=isolated_dsn, worker_enabled=False))
-    try:
-        archive = await exported(services, BANK)
-    finally:
-        await close_services(services)
+    monkeypatch.setattr(export, "LINK_BATCH", 3)
+    monkeypatch.setattr(export, "DOCUMENT_BATCH", 3)
+    archive = await exported(services, BANK)
 
-    assert archive.manifest["fact_count"] == 4
+    assert (archive.manifest["document_count"], archive.manifest["fact_count"]) == (4, 4)
+    assert sorted((document["id"], fact["text"]) for document in archive.documents for fact in document["facts"]) \
+        == sorted((row["document_id"], row["text"]) for row in facts)
     place = {fact["source_id"]: (document["id"], index)
              for document in archive.documents for index, fact in enumerate(document["facts"])}
     expected = sorted((place[str(row["from_unit"])], place[str(row["to_unit"])], row["link_type"]) for row in stored)

@@ -20,33 +20,36 @@ _FACT_COLUMNS = """m.id, m.document_id, m.text, m.context, m.fact_type, m.fact_k
                    m.edited_at, m.invalidated_at, m.invalidation_reason"""
 
 
-async def documents(conn: Conn, bank_id: str, only: list[str] | None) -> list[asyncpg.Record]:
-    return await conn.fetch(
-        "SELECT * FROM documents WHERE bank_id = $1 AND ($2::text[] IS NULL OR id = ANY($2::text[]))"
-        " ORDER BY created_at, id",
-        bank_id, only,
-    )
+async def document_batches(
+    conn: asyncpg.Connection, bank_id: str, only: list[str] | None, size: int
+) -> AsyncIterator[list[asyncpg.Record]]:
+    """The bank's documents (or those asked for), `size` at a time from a cursor, oldest first. Needs
+    the export's open transaction."""
+    query = ("SELECT * FROM documents WHERE bank_id = $1 AND ($2::text[] IS NULL OR id = ANY($2::text[]))"
+             " ORDER BY created_at, id")
+    async for rows in batches_of(conn, size, query, bank_id, only):
+        yield rows
 
 
-async def chunks(conn: Conn, bank_id: str) -> list[asyncpg.Record]:
+async def chunks_of(conn: Conn, bank_id: str, document_ids: list[str]) -> list[asyncpg.Record]:
     return await conn.fetch(
         "SELECT id, document_id, chunk_index, chunk_text FROM chunks WHERE bank_id = $1"
-        " ORDER BY document_id, chunk_index",
-        bank_id,
+        " AND document_id = ANY($2::text[]) ORDER BY document_id, chunk_index",
+        bank_id, document_ids,
     )
 
 
-async def facts(conn: Conn, bank_id: str) -> list[asyncpg.Record]:
-    """World and experience facts with their entity names, in document and chunk order."""
+async def facts_of(conn: Conn, bank_id: str, document_ids: list[str]) -> list[asyncpg.Record]:
+    """The documents' world and experience facts with their entity names, in document and chunk order."""
     return await conn.fetch(
         f"""
         SELECT {_FACT_COLUMNS}, ch.chunk_index, {_NAMES.format(kind='free')} AS free_names,
                {_NAMES.format(kind='label')} AS label_names, {STATUS_COLUMNS}
         FROM memory_units m LEFT JOIN chunks ch ON ch.id = m.chunk_id {STATUS_JOIN}
-        WHERE m.bank_id = $1 AND m.fact_type <> 'observation'
+        WHERE m.bank_id = $1 AND m.document_id = ANY($2::text[]) AND m.fact_type <> 'observation'
         ORDER BY m.document_id, ch.chunk_index NULLS LAST, m.created_at, m.id
         """,
-        bank_id,
+        bank_id, document_ids,
     )
 
 
@@ -93,11 +96,12 @@ async def directives(conn: Conn, bank_id: str) -> list[asyncpg.Record]:
     return await conn.fetch("SELECT * FROM directives WHERE bank_id = $1 ORDER BY created_at, id", bank_id)
 
 
-async def attachments(conn: Conn, bank_id: str) -> list[asyncpg.Record]:
+async def attachments_of(conn: Conn, bank_id: str, document_ids: list[str]) -> list[asyncpg.Record]:
     return await conn.fetch(
         """
         SELECT a.*, c.chunk_index FROM attachments a LEFT JOIN chunks c ON c.id = a.chunk_id
-        WHERE a.bank_id = $1 ORDER BY a.document_id, a.block_index NULLS LAST, a.created_at, a.id
+        WHERE a.bank_id = $1 AND a.document_id = ANY($2::text[])
+        ORDER BY a.document_id, a.block_index NULLS LAST, a.created_at, a.id
         """,
-        bank_id,
+        bank_id, document_ids,
     )

@@ -220,32 +220,41 @@ def _default(value: Any) -> Any:
 
 
 class ArchiveWriter:
-    """Writes an archive into a file entry by entry: its contents (`write_contents`), then its links
-    a batch at a time (`add_links`: `links.json` is one JSON array written as it comes), then the
-    manifest (`finish`). A bank's links are most of its archive (~50 a memory), so they never need
-    to be in memory at once. Synchronous: callers run it off the event loop."""
+    """Writes an archive into a file entry by entry: its documents a batch at a time (`add_documents`,
+    with their attachments), then the rest of its contents (`write_tables`), then its links a batch at
+    a time (`add_links`: `links.json` is one JSON array written as it comes), then the manifest
+    (`finish`). A bank's documents and links are most of its archive, so neither needs to be in
+    memory at once. Synchronous: callers run it off the event loop."""
 
     def __init__(self, file: IO[bytes]) -> None:
         self._zf = zipfile.ZipFile(file, "w", zipfile.ZIP_DEFLATED)
+        self._documents = 0
+        self._attachments: list[dict[str, Any]] = []
         self._links: IO[str] | None = None
         self._links_written = 0
 
     def write_contents(self, archive: Archive) -> None:
-        """Everything but the manifest; the links too when the archive holds them."""
-        zf = self._zf
-        for index, document in enumerate(archive.documents):
-            zf.writestr(f"documents/{index:06d}.json", _dump(document))
-        zf.writestr("observations.json", _dump(archive.observations))
-        for name in TABLE_FILES:
-            zf.writestr(f"{name}.json", _dump(archive.table(name)))
-        zf.writestr("banks.json", _dump(archive.banks))
-        if archive.attachments:
-            metadata = [{k: v for k, v in meta.items() if k != "data"} for meta in archive.attachments]
-            for meta in archive.attachments:
-                zf.writestr(meta["path"], meta["data"])
-            zf.writestr("attachments.json", _dump(metadata))
+        """Everything but the manifest, the links too when the archive holds them."""
+        self.add_documents(archive.documents, archive.attachments)
+        self.write_tables(archive)
         if archive.links is not None:
             self.add_links(archive.links)
+
+    def add_documents(self, documents: Iterable[dict[str, Any]], attachments: Iterable[dict[str, Any]] = ()) -> None:
+        """Documents, numbered on from the last batch, and attachments (metadata, bytes under "data")."""
+        for document in documents:
+            self._zf.writestr(f"documents/{self._documents:06d}.json", _dump(document))
+            self._documents += 1
+        for meta in attachments:
+            self._zf.writestr(meta["path"], meta["data"])
+            self._attachments.append({k: v for k, v in meta.items() if k != "data"})
+
+    def write_tables(self, archive: Archive) -> None:
+        """The observations, the bank's row and its config tables (after the documents, before the links)."""
+        self._zf.writestr("observations.json", _dump(archive.observations))
+        for name in TABLE_FILES:
+            self._zf.writestr(f"{name}.json", _dump(archive.table(name)))
+        self._zf.writestr("banks.json", _dump(archive.banks))
 
     def add_links(self, links: Iterable[dict[str, Any]]) -> None:
         if self._links is None:
@@ -260,17 +269,22 @@ class ArchiveWriter:
         if self._links is not None:
             self._links.write("\n]\n")
             self._links.close()
+        if self._attachments:
+            self._zf.writestr("attachments.json", _dump(self._attachments))
         self._zf.writestr("manifest.json", _dump(manifest))
         self._zf.close()
 
 
-def manifest_for(source_bank_id: str, archive: Archive, *, archive_type: str, scope: dict[str, bool]) -> dict[str, Any]:
+def manifest_of(source_bank_id: str, archive: Archive, counts: dict[str, int], *, archive_type: str,
+                scope: dict[str, bool]) -> dict[str, Any]:
+    """The manifest, with the document, fact and attachment counts given (`counts`: an export writes
+    its documents a batch at a time, so `archive` holds the rest only)."""
     return {
         "schema_version": SCHEMA_VERSION,
         "source_bank_id": source_bank_id,
         "exported_at": datetime.now(UTC).isoformat().replace("+00:00", "Z"),
-        "document_count": len(archive.documents),
-        "fact_count": sum(len(d.get("facts") or []) for d in archive.documents),
+        "document_count": counts["document_count"],
+        "fact_count": counts["fact_count"],
         "observation_count": len(archive.observations),
         "mental_model_count": len(archive.table("mental_models")),
         "knowledge_page_count": 0,
@@ -279,7 +293,7 @@ def manifest_for(source_bank_id: str, archive: Archive, *, archive_type: str, sc
         "webhook_count": 0,
         "includes_history": False,
         "scope": scope,
-        "attachment_count": len(archive.attachments),
+        "attachment_count": counts["attachment_count"],
         "operation_count": 0,
         "invalidated_memory_count": 0,
         "bank_rows_json_encoding": "serialized",

@@ -1,5 +1,6 @@
-"""A bank as a transfer archive: its documents with chunks and facts, observations (with their
-history), and with the bank's config its profile, mental models (with history) and directives."""
+"""A bank as a transfer archive, written as it is read: its documents with chunks and facts,
+observations (with their history), the links between facts, and with the bank's config its profile,
+mental models (with history) and directives."""
 
 from __future__ import annotations
 
@@ -15,10 +16,10 @@ from engram.errors import BankNotFound, InvalidInput
 from engram.store import transfer_reads as reads
 from engram.store.banks import get_bank
 from engram.store.tx import Conn
-from engram.transfer.archive import LINK_BATCH, Archive, manifest_for
+from engram.transfer.archive import LINK_BATCH, Archive, ArchiveWriter, manifest_of
 
 Position = dict[uuid.UUID, tuple[str, int]]  # fact id → (document id, index in its document's facts)
-YIELD_EVERY = 1_000  # documents built between two turns of the event loop (~10 ms)
+DOCUMENT_BATCH = 1_000  # documents read, built and written per step
 
 
 def _iso(value: datetime | None) -> str | None:
@@ -54,30 +55,25 @@ def _retain_params(doc: Any) -> dict[str, Any]:
     return {"retain_params": {**(stored or {}), "metadata": doc["metadata"]}, "engram_retain_params": stored}
 
 
-async def _documents(conn: Conn, bank_id: str, only: list[str] | None) -> tuple[list[dict[str, Any]], Position]:
-    docs = await reads.documents(conn, bank_id, only)
-    wanted = {d["id"] for d in docs}
+def _write_documents(
+    writer: ArchiveWriter, docs: list[Any], chunk_rows: list[Any], fact_rows: list[Any], attachment_rows: list[Any],
+    causes: dict[uuid.UUID, list[uuid.UUID]], positions: Position,
+) -> tuple[int, int]:
+    """A batch of documents built and written, with their attachments (run on a thread); each fact's
+    place goes into `positions`. Returns the facts and attachments written."""
     chunks: dict[str, list[dict[str, Any]]] = {}
-    for row in await reads.chunks(conn, bank_id):
-        if row["document_id"] in wanted:
-            chunks.setdefault(row["document_id"], []).append(
-                {"chunk_index": row["chunk_index"], "chunk_text": row["chunk_text"]})
+    for row in chunk_rows:
+        chunk = {"chunk_index": row["chunk_index"], "chunk_text": row["chunk_text"]}
+        chunks.setdefault(row["document_id"], []).append(chunk)
     by_doc: dict[str, list[Any]] = {}
-    for row in await reads.facts(conn, bank_id):
-        if row["document_id"] in wanted:
-            by_doc.setdefault(row["document_id"], []).append(row)
-    causes: dict[uuid.UUID, list[uuid.UUID]] = {}
-    for link in await reads.causal_links(conn, bank_id):
-        causes.setdefault(link["from_unit"], []).append(link["to_unit"])
-    positions: Position = {}
-    out = []
-    for n, doc in enumerate(docs, 1):
-        if n % YIELD_EVERY == 0:
-            await asyncio.sleep(0)  # a big bank's documents are built in slices, other requests answered between
+    for row in fact_rows:
+        by_doc.setdefault(row["document_id"], []).append(row)
+    documents = []
+    for doc in docs:
         rows = by_doc.get(doc["id"], [])
         local = {row["id"]: i for i, row in enumerate(rows)}
         positions.update({fid: (doc["id"], i) for fid, i in local.items()})
-        out.append({
+        documents.append({
             "id": doc["id"], "original_text": doc["original_text"], **_retain_params(doc),
             "tags": list(doc["tags"]), "created_at": _iso(doc["created_at"]),
             "chunks": chunks.get(doc["id"], []),
@@ -85,7 +81,8 @@ async def _documents(conn: Conn, bank_id: str, only: list[str] | None) -> tuple[
             "metadata": doc["metadata"], "observation_scopes": doc["observation_scopes"],
             "updated_at": _iso(doc["updated_at"]),
         })
-    return out, positions
+    writer.add_documents(documents, [_attachment(row) for row in attachment_rows])
+    return len(fact_rows), len(attachment_rows)
 
 
 def link_refs(links: list[Any], positions: Position) -> list[dict[str, Any]]:
@@ -100,11 +97,6 @@ def link_refs(links: list[Any], positions: Position) -> list[dict[str, Any]]:
         for link in links
         if link["from_unit"] in positions and link["to_unit"] in positions
     ]
-
-
-async def _links(conn: asyncpg.Connection, bank_id: str, positions: Position) -> list[dict[str, Any]]:
-    batches = reads.link_batches(conn, bank_id, LINK_BATCH)
-    return [ref async for batch in batches for ref in link_refs(batch, positions)]
 
 
 def _sources(ids: list[uuid.UUID], positions: Position) -> list[dict[str, Any]]:
@@ -185,54 +177,57 @@ async def _bank_config_tables(conn: Conn, bank_id: str) -> dict[str, list[dict[s
     }
 
 
-async def _attachments(conn: Conn, bank_id: str, documents: set[str]) -> list[dict[str, Any]]:
-    out = []
-    for row in await reads.attachments(conn, bank_id):
-        if row["document_id"] in documents:
-            out.append({
-                "id": str(row["id"]), "document_id": row["document_id"], "chunk_index": row["chunk_index"],
-                "block_index": row["block_index"], "text_offset": row["text_offset"], "kind": row["kind"],
-                "role": row["role"],
-                "media_type": row["media_type"], "filename": row["filename"], "byte_size": row["byte_size"],
-                "sha256": row["sha256"], "created_at": _iso(row["created_at"]),
-                "path": f"attachments/{row['id']}", "data": bytes(row["data"]),
-            })
-    return out
+def _attachment(row: Any) -> dict[str, Any]:
+    return {
+        "id": str(row["id"]), "document_id": row["document_id"], "chunk_index": row["chunk_index"],
+        "block_index": row["block_index"], "text_offset": row["text_offset"], "kind": row["kind"], "role": row["role"],
+        "media_type": row["media_type"], "filename": row["filename"], "byte_size": row["byte_size"],
+        "sha256": row["sha256"], "created_at": _iso(row["created_at"]),
+        "path": f"attachments/{row['id']}", "data": bytes(row["data"]),
+    }
 
 
-async def export_bank(
-    conn: asyncpg.Connection, bank_id: str, *, include_data: bool = True, include_bank_config: bool = True,
-    document_ids: list[str] | None = None, include_observations: bool = True, archive_type: str = "bank",
-) -> Archive:
-    """The whole archive as a value, links included (a clone imports it at once)."""
-    archive, positions = await export_bank_but_links(
-        conn, bank_id, include_data=include_data, include_bank_config=include_bank_config,
-        document_ids=document_ids, include_observations=include_observations, archive_type=archive_type,
-    )
-    if include_data:
-        archive.links = await _links(conn, bank_id, positions)
-    return archive
-
-
-async def export_bank_but_links(
-    conn: Conn, bank_id: str, *, include_data: bool = True, include_bank_config: bool = True,
-    document_ids: list[str] | None = None, include_observations: bool = True, archive_type: str = "bank",
-) -> tuple[Archive, Position]:
-    """The archive without its links (`archive.links` None), and where each fact sits in it, for
-    `link_refs` on the links read in batches (`transfer_reads.link_batches`)."""
+async def write_bank_archive(
+    conn: asyncpg.Connection, bank_id: str, writer: ArchiveWriter, *, include_data: bool = True,
+    include_bank_config: bool = True, document_ids: list[str] | None = None, include_observations: bool = True,
+    archive_type: str = "bank",
+) -> dict[str, Any]:
+    """The bank's archive through `writer`, finished; returns its manifest. Run in one repeatable-read
+    transaction (one snapshot). The documents are read DOCUMENT_BATCH at a time and the links
+    LINK_BATCH at a time, each built and written on a thread, so memory stays flat whatever the bank's
+    size (a 100,000-memory bank's documents and ~5 million links, held at once, took gigabytes) and
+    the server keeps answering meanwhile. What stays in memory: each fact's place, for the links and
+    observations that name it."""
     bank = await get_bank(conn, bank_id)
     if bank is None:
         raise BankNotFound(bank_id)
     if document_ids is not None and include_observations and archive_type == "documents":
         raise InvalidInput("include_observations", "observations can only be exported with the whole bank")
     archive = Archive(manifest={}, banks=[_bank_row(bank)] if include_bank_config else [])
+    counts = {"document_count": 0, "fact_count": 0, "attachment_count": 0}
     positions: Position = {}
     if include_data:
-        archive.documents, positions = await _documents(conn, bank_id, document_ids)
+        causes: dict[uuid.UUID, list[uuid.UUID]] = {}
+        for link in await reads.causal_links(conn, bank_id):
+            causes.setdefault(link["from_unit"], []).append(link["to_unit"])
+        async for docs in reads.document_batches(conn, bank_id, document_ids, DOCUMENT_BATCH):
+            ids = [doc["id"] for doc in docs]
+            chunks, facts = await reads.chunks_of(conn, bank_id, ids), await reads.facts_of(conn, bank_id, ids)
+            attachments = await reads.attachments_of(conn, bank_id, ids)
+            written = await asyncio.to_thread(_write_documents, writer, docs, chunks, facts, attachments, causes,
+                                              positions)
+            counts["document_count"] += len(docs)
+            counts["fact_count"] += written[0]
+            counts["attachment_count"] += written[1]
         if include_observations:
             archive.observations = await _observations(conn, bank_id, positions)
-        archive.attachments = await _attachments(conn, bank_id, {d["id"] for d in archive.documents})
     archive.tables = await _bank_config_tables(conn, bank_id) if include_bank_config else {}
+    await asyncio.to_thread(writer.write_tables, archive)
+    if include_data:
+        writer.add_links([])  # links.json even for a bank with none: the importer then rebuilds none
+        async for batch in reads.link_batches(conn, bank_id, LINK_BATCH):
+            await asyncio.to_thread(lambda batch=batch: writer.add_links(link_refs(batch, positions)))
     scope = {"data": include_data, "bank_config": include_bank_config, "history": False}
-    archive.manifest = manifest_for(bank_id, archive, archive_type=archive_type, scope=scope)
-    return archive, positions
+    manifest = manifest_of(bank_id, archive, counts, archive_type=archive_type, scope=scope)
+    await asyncio.to_thread(writer.finish, manifest)
+    return manifest

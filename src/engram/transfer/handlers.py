@@ -10,9 +10,8 @@ import uuid
 from typing import IO, TYPE_CHECKING, Any
 
 from engram.store import files
-from engram.store import transfer_reads as reads
-from engram.transfer.archive import LINK_BATCH, ArchiveWriter, read_archive
-from engram.transfer.export import export_bank, export_bank_but_links, link_refs
+from engram.transfer.archive import ArchiveWriter, read_archive
+from engram.transfer.export import write_bank_archive
 from engram.transfer.importer import ImportOptions, import_archive
 from engram.worker.handlers import Progress, handler
 
@@ -32,11 +31,6 @@ def _export_options(payload: dict[str, Any]) -> dict[str, Any]:
         "include_observations": payload.get("include_observations", True),
         "archive_type": payload.get("archive_type", "bank"),
     }
-
-
-async def _export(services: Services, bank_id: str, payload: dict[str, Any]) -> Any:
-    async with services.pool.acquire() as conn, conn.transaction(isolation="repeatable_read", readonly=True):
-        return await export_bank(conn, bank_id, **_export_options(payload))
 
 
 @handler("bank_export")
@@ -60,19 +54,9 @@ async def run_export(services: Services, operation: asyncpg.Record, progress: Pr
 
 
 async def write_export(services: Services, bank_id: str, payload: dict[str, Any], spool: IO[bytes]) -> dict[str, Any]:
-    """The archive into `spool`, its links read and written a batch at a time in one snapshot; the
-    JSON and the compression run on a thread, so the server keeps answering meanwhile. Returns the
-    manifest."""
+    """The bank's archive into `spool`, from one snapshot; returns the manifest."""
     async with services.pool.acquire() as conn, conn.transaction(isolation="repeatable_read", readonly=True):
-        archive, positions = await export_bank_but_links(conn, bank_id, **_export_options(payload))
-        writer = ArchiveWriter(spool)
-        await asyncio.to_thread(writer.write_contents, archive)
-        if payload.get("include_data", True):
-            writer.add_links([])  # links.json even for a bank with none: the importer then rebuilds none
-            async for batch in reads.link_batches(conn, bank_id, LINK_BATCH):
-                await asyncio.to_thread(lambda batch=batch: writer.add_links(link_refs(batch, positions)))
-        await asyncio.to_thread(writer.finish, archive.manifest)
-    return archive.manifest
+        return await write_bank_archive(conn, bank_id, ArchiveWriter(spool), **_export_options(payload))
 
 
 def _options(payload: dict[str, Any], target: str) -> ImportOptions:
@@ -101,11 +85,15 @@ async def run_import(services: Services, operation: asyncpg.Record, progress: Pr
 
 @handler("bank_clone")
 async def run_clone(services: Services, operation: asyncpg.Record, progress: Progress) -> dict[str, Any]:
+    """An export into a temporary file, imported back from it: a big bank never in memory at once."""
     payload = operation["payload"]
     await progress("exporting", 0, 1)
-    archive = await _export(services, operation["bank_id"], payload)
-    options = _options({**payload, "mode": "restore"}, payload["target_bank_id"])
-    return await import_archive(services, archive, options, progress)
+    with tempfile.TemporaryFile() as spool:
+        await write_export(services, operation["bank_id"], payload, spool)
+        spool.seek(0)
+        archive = await asyncio.to_thread(read_archive, spool, check_documents=False)
+        options = _options({**payload, "mode": "restore"}, payload["target_bank_id"])
+        return await import_archive(services, archive, options, progress)
 
 
 def upload_key(bank_id: str) -> str:
