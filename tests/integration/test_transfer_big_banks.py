@@ -2,8 +2,8 @@
 documents and 20,000 links a step: a 100,000-memory bank has ~5 million links, which as one list took
 gigabytes); here three of each a step, and every document, fact and link of the bank must still be in
 the archive, each link's ends at their facts' places. An import reads, prepares and writes its
-documents a batch at a time (1,000 in the server, three here), its progress moving once a batch, and
-still lands whole or not at all; links rebuilt for an archive without them go 10,000 facts per
+documents a batch at a time (1,000 in the server, three here), and still lands whole or not at all;
+both show their progress once a batch. Links rebuilt for an archive without them go 10,000 facts per
 statement (one here) and are the same links. A restore takes no per-document lock (one per document
 in one transaction filled PostgreSQL's lock table at ~10,000 documents), while a merge still waits
 for a writer of its documents."""
@@ -15,6 +15,7 @@ import io
 import tempfile
 import zipfile
 from collections.abc import AsyncIterator
+from typing import Any
 
 import asyncpg
 import pytest
@@ -41,15 +42,22 @@ def retain_alike_facts(dsn: str) -> None:
         memory.close()
 
 
-async def exported_bytes(services: object, bank_id: str) -> bytes:
+async def exported_bytes(services: object, bank_id: str, progress: Any = None) -> bytes:
     with tempfile.TemporaryFile() as spool:
-        await handlers.write_export(services, bank_id, {}, spool)
+        await handlers.write_export(services, bank_id, {}, spool, progress)
         spool.seek(0)
         return spool.read()
 
 
-async def exported(services: object, bank_id: str) -> Archive:
-    return read_archive(await exported_bytes(services, bank_id))
+async def exported(services: object, bank_id: str, progress: Any = None) -> Archive:
+    return read_archive(await exported_bytes(services, bank_id, progress))
+
+
+class Steps(list):
+    """The progress an operation reports, as (stage, done, total)."""
+
+    async def __call__(self, stage: str, done: int, total: int) -> None:
+        self.append((stage, done, total))
 
 
 @pytest.fixture
@@ -75,8 +83,10 @@ async def test_an_export_written_a_few_documents_and_links_at_a_time_holds_each_
 
     monkeypatch.setattr(export, "LINK_BATCH", 3)
     monkeypatch.setattr(export, "DOCUMENT_BATCH", 3)
-    archive = await exported(services, BANK)
+    steps = Steps()
+    archive = await exported(services, BANK, steps)
 
+    assert steps == [("exporting", 0, 5), ("exporting", 3, 5), ("exporting", 4, 5), ("exporting", 5, 5)]
     assert (archive.manifest["document_count"], archive.manifest["fact_count"]) == (4, 4)
     assert sorted((document["id"], fact["text"]) for document in archive.documents for fact in document["facts"]) \
         == sorted((row["document_id"], row["text"]) for row in facts)
@@ -171,12 +181,8 @@ async def test_an_import_reads_its_documents_a_batch_at_a_time_and_lands_whole_o
     services, conn = harbour
     monkeypatch.setattr(import_documents, "DOCUMENT_BATCH", 3)
     data = await exported_bytes(services, BANK)
-    steps: list[tuple[str, int, int]] = []
-
-    async def progress(stage: str, done: int, total: int) -> None:
-        steps.append((stage, done, total))
-
-    await import_archive(services, read_archive(data), ImportOptions("restored"), progress)
+    steps = Steps()
+    await import_archive(services, read_archive(data), ImportOptions("restored"), steps)
     assert steps == [("importing", 0, 5), ("importing", 3, 5), ("importing", 4, 5), ("importing", 5, 5)]
 
     broken = _with_document_broken(data, "documents/000003.json")

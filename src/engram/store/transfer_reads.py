@@ -20,6 +20,13 @@ _FACT_COLUMNS = """m.id, m.document_id, m.text, m.context, m.fact_type, m.fact_k
                    m.edited_at, m.invalidated_at, m.invalidation_reason"""
 
 
+async def document_count(conn: Conn, bank_id: str, only: list[str] | None) -> int:
+    return await conn.fetchval(
+        "SELECT count(*) FROM documents WHERE bank_id = $1 AND ($2::text[] IS NULL OR id = ANY($2::text[]))",
+        bank_id, only,
+    )
+
+
 async def document_batches(
     conn: asyncpg.Connection, bank_id: str, only: list[str] | None, size: int
 ) -> AsyncIterator[list[asyncpg.Record]]:

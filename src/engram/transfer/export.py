@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import json
 import uuid
+from collections.abc import Awaitable, Callable
 from datetime import datetime
 from typing import Any
 
@@ -188,7 +189,8 @@ def _attachment(row: Any) -> dict[str, Any]:
 
 
 async def write_bank_archive(
-    conn: asyncpg.Connection, bank_id: str, writer: ArchiveWriter, *, include_data: bool = True,
+    conn: asyncpg.Connection, bank_id: str, writer: ArchiveWriter, progress: Callable[[int, int], Awaitable[None]],
+    *, include_data: bool = True,
     include_bank_config: bool = True, document_ids: list[str] | None = None, include_observations: bool = True,
     archive_type: str = "bank",
 ) -> dict[str, Any]:
@@ -197,7 +199,8 @@ async def write_bank_archive(
     LINK_BATCH at a time, each built and written on a thread, so memory stays flat whatever the bank's
     size (a 100,000-memory bank's documents and ~5 million links, held at once, took gigabytes) and
     the server keeps answering meanwhile. What stays in memory: each fact's place, for the links and
-    observations that name it."""
+    observations that name it. `progress(done, total)`: documents written, of their count and one
+    more step (the rest: observations, tables, links)."""
     bank = await get_bank(conn, bank_id)
     if bank is None:
         raise BankNotFound(bank_id)
@@ -206,6 +209,8 @@ async def write_bank_archive(
     archive = Archive(manifest={}, banks=[_bank_row(bank)] if include_bank_config else [])
     counts = {"document_count": 0, "fact_count": 0, "attachment_count": 0}
     positions: Position = {}
+    total = 1 + (await reads.document_count(conn, bank_id, document_ids) if include_data else 0)
+    await progress(0, total)
     if include_data:
         causes: dict[uuid.UUID, list[uuid.UUID]] = {}
         for link in await reads.causal_links(conn, bank_id):
@@ -219,6 +224,7 @@ async def write_bank_archive(
             counts["document_count"] += len(docs)
             counts["fact_count"] += written[0]
             counts["attachment_count"] += written[1]
+            await progress(counts["document_count"], total)
         if include_observations:
             archive.observations = await _observations(conn, bank_id, positions)
     archive.tables = await _bank_config_tables(conn, bank_id) if include_bank_config else {}
@@ -230,4 +236,5 @@ async def write_bank_archive(
     scope = {"data": include_data, "bank_config": include_bank_config, "history": False}
     manifest = manifest_of(bank_id, archive, counts, archive_type=archive_type, scope=scope)
     await asyncio.to_thread(writer.finish, manifest)
+    await progress(total, total)
     return manifest

@@ -1,6 +1,6 @@
 """The background operations of bank transfer: export (to a stored archive), import (from an uploaded
-one), clone (export and import back to back, no archive in between), and the deprecated document
-variants. Each records its counts in the operation's result."""
+one), clone (an export into a temporary file, imported back from it), and the deprecated document
+variants. Each records its counts in the operation's result and shows its progress."""
 
 from __future__ import annotations
 
@@ -36,12 +36,11 @@ def _export_options(payload: dict[str, Any]) -> dict[str, Any]:
 @handler("bank_export")
 async def run_export(services: Services, operation: asyncpg.Record, progress: Progress) -> dict[str, Any]:
     bank_id, payload = operation["bank_id"], operation["payload"]
-    await progress("exporting", 0, 1)
     key = f"banks/{bank_id}/exports/{operation['id']}/transfer.zip"
     suffix = "documents" if payload.get("archive_type") == "documents" else "bank"
     filename = f"{bank_id}-{suffix}.zip"
     with tempfile.TemporaryFile() as spool:
-        manifest = await write_export(services, bank_id, payload, spool)
+        manifest = await write_export(services, bank_id, payload, spool, progress)
         spool.seek(0)
         await files.forget_old_exports(services.pool, bank_id)
         byte_size = await files.put_file(services.pool, key, bank_id, spool, media_type="application/zip",
@@ -53,10 +52,17 @@ async def run_export(services: Services, operation: asyncpg.Record, progress: Pr
     }
 
 
-async def write_export(services: Services, bank_id: str, payload: dict[str, Any], spool: IO[bytes]) -> dict[str, Any]:
-    """The bank's archive into `spool`, from one snapshot; returns the manifest."""
+async def write_export(
+    services: Services, bank_id: str, payload: dict[str, Any], spool: IO[bytes], progress: Progress | None = None,
+) -> dict[str, Any]:
+    """The bank's archive into `spool`, from one snapshot; returns the manifest. `progress`: the
+    "exporting" stage, once a batch of documents."""
+    async def exported(done: int, total: int) -> None:
+        if progress is not None:
+            await progress("exporting", done, total)
+
     async with services.pool.acquire() as conn, conn.transaction(isolation="repeatable_read", readonly=True):
-        return await write_bank_archive(conn, bank_id, ArchiveWriter(spool), **_export_options(payload))
+        return await write_bank_archive(conn, bank_id, ArchiveWriter(spool), exported, **_export_options(payload))
 
 
 def _options(payload: dict[str, Any], target: str) -> ImportOptions:
@@ -87,9 +93,8 @@ async def run_import(services: Services, operation: asyncpg.Record, progress: Pr
 async def run_clone(services: Services, operation: asyncpg.Record, progress: Progress) -> dict[str, Any]:
     """An export into a temporary file, imported back from it: a big bank never in memory at once."""
     payload = operation["payload"]
-    await progress("exporting", 0, 1)
     with tempfile.TemporaryFile() as spool:
-        await write_export(services, operation["bank_id"], payload, spool)
+        await write_export(services, operation["bank_id"], payload, spool, progress)
         spool.seek(0)
         archive = await asyncio.to_thread(read_archive, spool, check_documents=False)
         options = _options({**payload, "mode": "restore"}, payload["target_bank_id"])

@@ -136,7 +136,7 @@ async def import_archive(
             await tw.insert_mental_model_history(conn, bank_id, rows.mental_model_history(archive))
             for directive in rows.directives(archive):
                 await tw.insert_directive(conn, bank_id, directive)
-    if progress:
+    if progress is not None:
         await progress("importing", total, total)
     await after_memory_change(services, bank_id)
     return _summary(archive, options, written, observations, models, dropped_config)
@@ -151,11 +151,11 @@ async def _write_data(
     if mapping is not None:
         await lock_targets(conn, bank_id, mapping)
     attachments = rows.attachments_by_document(archive)
-    if progress:
+    if progress is not None:
         await progress("importing", 0, total)
     async for batch in prepared_batches(archive.documents, mapping):
         await write_batch(conn, bank_id, batch, attachments, replace, written)
-        if progress:
+        if progress is not None:
             await progress("importing", written.documents + written.skipped, total)
     if archive.links is not None and options.mode == "restore":  # a merge links to what the bank has
         await _restore_links(conn, bank_id, archive, written.positions)
