@@ -29,8 +29,8 @@ Progress = Callable[[str, int, int], Awaitable[None]]
 MODES = ("restore", "merge")
 CONFLICTS = ("skip", "replace", "new-id")
 # Facts whose temporal and semantic links are rebuilt per statement (an archive without links.json,
-# such as Hindsight's, or a merge): ~1.5 ms a fact through the vector index, so all of a 200,000-fact
-# archive in one statement would meet the 300 s command timeout.
+# such as Hindsight's, or a merge): ~1.8 ms a fact through the vector index at 100,000, so all of a
+# ~170,000-fact archive in one statement would meet the 300 s command timeout.
 LINK_REBUILD_BATCH = 10_000
 
 
