@@ -44,7 +44,7 @@ TABLE_FILES = ("mental_models", "mental_model_history", "directives", "webhooks"
 class Archive:
     manifest: dict[str, Any]
     banks: list[dict[str, Any]] = field(default_factory=list)
-    documents: list[dict[str, Any]] | DocumentsEntry = field(default_factory=list)  # DocumentsEntry: read
+    documents: list[dict[str, Any]] | DocumentsEntry = field(default_factory=list)  # read: parsed as iterated
     observations: list[dict[str, Any]] = field(default_factory=list)
     tables: dict[str, list[dict[str, Any]]] = field(default_factory=dict)  # TABLE_FILES
     attachments: list[dict[str, Any]] = field(default_factory=list)  # metadata; bytes under "data"
