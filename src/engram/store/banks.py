@@ -6,7 +6,6 @@ from typing import Any
 
 import asyncpg
 
-from engram.store.consolidation_status import waiting_facts
 from engram.store.memories import delete_bank_memories
 from engram.store.sql import like_pattern
 from engram.store.tx import Conn, transaction
@@ -110,19 +109,23 @@ async def _count_banks(conn: Conn, q: str | None, only: list[str] | None) -> int
 async def bank_stats(conn: Conn, bank_id: str) -> dict[str, Any]:
     """Counts for GET …/stats but the links' (`bank_link_counts`), in one round trip."""
     row = await conn.fetchrow(
-        f"""
+        """
         SELECT
-          (SELECT coalesce(jsonb_object_agg(fact_type, n), '{{}}') FROM
+          (SELECT coalesce(jsonb_object_agg(fact_type, n), '{}') FROM
              (SELECT fact_type, count(*) n FROM memory_units WHERE bank_id = $1 GROUP BY 1) t) AS by_type,
           (SELECT count(*) FROM documents WHERE bank_id = $1) AS documents,
-          (SELECT coalesce(jsonb_object_agg(status, n), '{{}}') FROM
+          (SELECT coalesce(jsonb_object_agg(status, n), '{}') FROM
              (SELECT status, count(*) n FROM async_operations WHERE bank_id = $1 GROUP BY 1) t) AS ops,
           (SELECT max(consolidated_at) FROM consolidation_status WHERE bank_id = $1) AS last_consolidated_at,
           (SELECT max(latest.created_at) FROM unnest(ARRAY['world', 'experience', 'observation']) AS f(fact_type)
            CROSS JOIN LATERAL (SELECT created_at FROM memory_units m WHERE m.bank_id = $1
                                AND m.fact_type = f.fact_type ORDER BY created_at DESC LIMIT 1) latest
           ) AS last_write_at,  -- the newest fact of each type: one index probe each, not every fact
-          (SELECT count(*) FROM {waiting_facts("$1")}) AS pending_consolidation,
+          -- the facts waiting, read from the pending partial index alone: an observation is consolidated
+          -- when written (migration 023's trigger) and never made to wait again, so no join to the facts
+          -- is needed to leave observations out (it cost 58 ms at 100,000 waiting facts, against 5)
+          (SELECT count(*) FROM consolidation_status WHERE bank_id = $1
+             AND consolidated_at IS NULL AND failed_at IS NULL) AS pending_consolidation,
           (SELECT count(*) FROM consolidation_status WHERE bank_id = $1
              AND failed_at IS NOT NULL AND consolidated_at IS NULL) AS failed_consolidation
         """,
