@@ -99,28 +99,24 @@ async def test_an_export_written_a_few_documents_and_links_at_a_time_holds_each_
     assert written == expected
 
 
-async def test_a_restore_takes_no_document_lock_and_a_merge_waits_for_one(isolated_dsn: str) -> None:
-    retain_alike_facts(isolated_dsn)
-    services = await open_services(Settings(database_url=isolated_dsn, worker_enabled=False))
-    writer = await asyncpg.connect(isolated_dsn)
-    try:
-        archive = await exported(services, BANK)
-        for target in ("restored", "merged"):  # a writer holds the lock of document log-2 in both banks
-            await writer.execute("SELECT pg_advisory_lock(hashtextextended($1 || '/' || $2, 0))", target, "log-2")
+async def test_a_restore_takes_no_document_lock_and_a_merge_waits_for_one(
+    harbour: tuple[Services, asyncpg.Connection]
+) -> None:
+    services, writer = harbour
+    archive = await exported(services, BANK)
+    for target in ("restored", "merged"):  # a writer holds the lock of document log-2 in both banks
+        await writer.execute("SELECT pg_advisory_lock(hashtextextended($1 || '/' || $2, 0))", target, "log-2")
 
-        restored = await asyncio.wait_for(import_archive(services, archive, ImportOptions("restored")), 30)
-        assert restored["documents_imported"] == 4, restored
+    restored = await asyncio.wait_for(import_archive(services, archive, ImportOptions("restored")), 30)
+    assert restored["documents_imported"] == 4, restored
 
-        await import_archive(services, archive, ImportOptions("merged"))  # the bank to merge into
-        merge = asyncio.ensure_future(
-            import_archive(services, archive, ImportOptions("merged", mode="merge", document_conflict="replace")))
-        await asyncio.sleep(1.5)
-        assert not merge.done(), "a merge waits for the writer of a document it replaces"
-        await writer.execute("SELECT pg_advisory_unlock_all()")
-        assert (await asyncio.wait_for(merge, 30))["documents_imported"] == 4
-    finally:
-        await writer.close()
-        await close_services(services)
+    await import_archive(services, archive, ImportOptions("merged"))  # the bank to merge into
+    merge = asyncio.ensure_future(
+        import_archive(services, archive, ImportOptions("merged", mode="merge", document_conflict="replace")))
+    await asyncio.sleep(1.5)
+    assert not merge.done(), "a merge waits for the writer of a document it replaces"
+    await writer.execute("SELECT pg_advisory_unlock_all()")
+    assert (await asyncio.wait_for(merge, 30))["documents_imported"] == 4
 
 
 async def test_a_restore_inserting_one_fact_per_statement_restores_every_fact_as_it_was(

@@ -160,23 +160,8 @@ async def insert_chunks(
     document_id: str,
     chunks: list[tuple[str, int, str, str]],
 ) -> None:
-    """chunks: (id, chunk_index, text, content_hash)."""
-    if not chunks:
-        return
-    ids, indexes, texts, hashes = (list(col) for col in zip(*chunks, strict=False))
-    await conn.execute(
-        """
-        INSERT INTO chunks (id, bank_id, document_id, chunk_index, chunk_text, content_hash)
-        SELECT u.id, $1, $2, u.idx, u.txt, u.hash
-        FROM unnest($3::text[], $4::int[], $5::text[], $6::text[]) AS u(id, idx, txt, hash)
-        """,
-        bank_id,
-        document_id,
-        ids,
-        indexes,
-        texts,
-        hashes,
-    )
+    """One document's chunks: (id, chunk_index, text, content_hash)."""
+    await insert_chunks_of_documents(conn, bank_id, [(id_, document_id, *rest) for id_, *rest in chunks])
 
 
 async def insert_chunks_of_documents(

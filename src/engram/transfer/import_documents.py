@@ -86,8 +86,9 @@ def _prepared(documents: list[dict[str, Any]], mapping: dict[str, str | None] | 
     return batch
 
 
-def _in_batches(documents: Iterable[dict[str, Any]], size: int) -> Iterator[list[dict[str, Any]]]:
-    it = iter(documents)
+def in_batches(items: Iterable[Any], size: int) -> Iterator[list[Any]]:
+    """`items` in lists of `size` (the last one shorter), taken as they come."""
+    it = iter(items)
     while batch := list(itertools.islice(it, size)):
         yield batch
 
@@ -97,7 +98,7 @@ async def prepared_batches(
 ) -> AsyncIterator[Batch]:
     """The documents DOCUMENT_BATCH at a time, ready to write; the next batch is read and prepared on a
     thread while the caller writes the current one."""
-    source = _in_batches(documents, DOCUMENT_BATCH)
+    source = in_batches(documents, DOCUMENT_BATCH)
 
     def next_batch() -> Batch | None:
         raw = next(source, None)

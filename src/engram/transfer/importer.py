@@ -20,7 +20,14 @@ from engram.store.banks import get_bank, upsert_bank
 from engram.store.tx import transaction
 from engram.transfer import import_rows as rows
 from engram.transfer.archive import LINK_BATCH, Archive, LinksEntry
-from engram.transfer.import_documents import Written, lock_targets, prepared_batches, target_ids, write_batch
+from engram.transfer.import_documents import (
+    Written,
+    in_batches,
+    lock_targets,
+    prepared_batches,
+    target_ids,
+    write_batch,
+)
 
 if TYPE_CHECKING:
     from engram.services import Services
@@ -171,10 +178,6 @@ async def _restore_links(
 ) -> None:
     """The archive's links, LINK_BATCH at a time: read (parsed on a thread), mapped and inserted."""
     source = archive.links
-    if isinstance(source, LinksEntry):
-        batches = source.batches(LINK_BATCH)
-    else:
-        links = source or []
-        batches = iter([links[i:i + LINK_BATCH] for i in range(0, len(links), LINK_BATCH)])
+    batches = source.batches(LINK_BATCH) if isinstance(source, LinksEntry) else in_batches(source or [], LINK_BATCH)
     while batch := await asyncio.to_thread(next, batches, None):
         await tw.insert_links(conn, bank_id, rows.link_rows(batch, positions))
