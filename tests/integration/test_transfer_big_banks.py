@@ -4,9 +4,8 @@ gigabytes); here three of each a step, and every document, fact and link of the 
 the archive, each link's ends at their facts' places. An import reads, prepares and writes its
 documents a batch at a time (1,000 in the server, three here), and still lands whole or not at all;
 both show their progress once a batch. Links rebuilt for an archive without them go 10,000 facts per
-statement (one here) and are the same links. A restore takes no per-document lock (one per document
-in one transaction filled PostgreSQL's lock table at ~10,000 documents), while a merge still waits
-for a writer of its documents."""
+statement (one here) and are the same links. An import holds one lock, its bank's writers lock, however
+many documents and names it writes: it waits for the retains in flight and holds the next ones."""
 
 from __future__ import annotations
 
@@ -25,6 +24,7 @@ from engram.api.app import close_services, open_services
 from engram.errors import InvalidInput
 from engram.services import Services
 from engram.settings import Settings
+from engram.store import writer_locks
 from engram.transfer import export, handlers, import_documents, importer
 from engram.transfer.archive import Archive, read_archive
 from engram.transfer.importer import ImportOptions, import_archive
@@ -99,24 +99,70 @@ async def test_an_export_written_a_few_documents_and_links_at_a_time_holds_each_
     assert written == expected
 
 
-async def test_a_restore_takes_no_document_lock_and_a_merge_waits_for_one(
+class AdvisoryLocksSeen(list):
+    """At each progress step of an import, how many advisory locks the other sessions hold."""
+
+    def __init__(self, conn: asyncpg.Connection) -> None:
+        super().__init__()
+        self.conn = conn
+
+    async def __call__(self, stage: str, done: int, total: int) -> None:
+        self.append(await self.conn.fetchval(
+            "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND pid <> pg_backend_pid()"))
+
+
+@pytest.mark.parametrize("mode", ["restore", "merge"])
+async def test_an_import_holds_one_lock_however_many_documents_and_names_it_writes(
+    harbour: tuple[Services, asyncpg.Connection], monkeypatch: pytest.MonkeyPatch, mode: str
+) -> None:
+    # One lock per document and per entity name, held to the end of the import's one transaction,
+    # filled PostgreSQL's lock table past ~13,000 and failed the import. Three documents a batch here:
+    # after each batch, the import's session holds the bank's writers lock alone.
+    services, conn = harbour
+    monkeypatch.setattr(import_documents, "DOCUMENT_BATCH", 3)
+    archive = await exported(services, BANK)
+    assert any(fact["entities"] for document in archive.documents for fact in document["facts"])
+    if mode == "merge":
+        await import_archive(services, archive, ImportOptions("target"))
+    locks = AdvisoryLocksSeen(conn)
+    options = ImportOptions("target", mode=mode, document_conflict="replace")
+    assert (await import_archive(services, archive, options, locks))["documents_imported"] == 4
+    assert locks == [1, 1, 1, 0], "the writers lock alone, until the import commits"
+
+
+async def test_an_import_waits_for_the_retains_in_flight_and_holds_the_next(
     harbour: tuple[Services, asyncpg.Connection]
 ) -> None:
     services, writer = harbour
     archive = await exported(services, BANK)
-    for target in ("restored", "merged"):  # a writer holds the lock of document log-2 in both banks
-        await writer.execute("SELECT pg_advisory_lock(hashtextextended($1 || '/' || $2, 0))", target, "log-2")
-
-    restored = await asyncio.wait_for(import_archive(services, archive, ImportOptions("restored")), 30)
-    assert restored["documents_imported"] == 4, restored
-
     await import_archive(services, archive, ImportOptions("merged"))  # the bank to merge into
-    merge = asyncio.ensure_future(
-        import_archive(services, archive, ImportOptions("merged", mode="merge", document_conflict="replace")))
-    await asyncio.sleep(1.5)
-    assert not merge.done(), "a merge waits for the writer of a document it replaces"
-    await writer.execute("SELECT pg_advisory_unlock_all()")
+    async with writer.transaction():  # a retain writing one document of the bank
+        await writer_locks.lock_documents(writer, "merged", ["elsewhere"])
+        merge = asyncio.ensure_future(
+            import_archive(services, archive, ImportOptions("merged", mode="merge", document_conflict="replace")))
+        await asyncio.sleep(1.5)
+        assert not merge.done(), "the merge waits for the retain in flight"
     assert (await asyncio.wait_for(merge, 30))["documents_imported"] == 4
+
+    holder = await asyncpg.connect(services.settings.database_url)
+    try:
+        async with holder.transaction():
+            await writer_locks.hold_bank_writers(holder, "merged")  # an import under way
+            for lock in (writer_locks.lock_documents(writer, "merged", ["log-1"]),
+                         writer_locks.lock_names(writer, "merged", ["ines"])):
+                async with writer.transaction():
+                    with pytest.raises(asyncio.TimeoutError):  # a retain's lock waits for the import
+                        await asyncio.wait_for(lock, 1.0)
+            async with writer.transaction():  # another bank's retains go on
+                await asyncio.wait_for(writer_locks.lock_documents(writer, "other", ["log-1"]), 5)
+                await asyncio.wait_for(writer_locks.lock_names(writer, "other", ["ines"]), 5)
+    finally:
+        await holder.close()
+    async with writer.transaction(), services.pool.acquire() as second:  # retains share the bank
+        await writer_locks.lock_documents(writer, "merged", ["log-1"])
+        async with second.transaction():
+            await asyncio.wait_for(writer_locks.lock_documents(second, "merged", ["log-2"]), 5)
+            await asyncio.wait_for(writer_locks.lock_names(second, "merged", ["ines"]), 5)
 
 
 async def test_a_restore_inserting_one_fact_per_statement_restores_every_fact_as_it_was(

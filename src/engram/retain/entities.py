@@ -21,6 +21,7 @@ import asyncpg
 
 from engram.retain import entity_scoring as scoring
 from engram.store import entities as store
+from engram.store.writer_locks import lock_names
 
 
 @dataclass
@@ -41,12 +42,14 @@ Existing = dict[str, list[asyncpg.Record]]
 
 
 async def store_entities(
-    conn: asyncpg.Connection, bank_id: str, mentions: list[Mention], label_keys: frozenset[str] = frozenset()
+    conn: asyncpg.Connection, bank_id: str, mentions: list[Mention], label_keys: frozenset[str] = frozenset(),
+    sole_writer: bool = False,
 ) -> None:
     """Resolve and link every mention; `label_keys` are the bank's label group keys.
 
     Names that resolve to an existing entity need no lock. The names that would be created (and the
-    labels) are locked, then resolved again against what concurrent retains created meanwhile."""
+    labels) are locked, then resolved again against what concurrent retains created meanwhile, unless
+    the caller is the bank's `sole_writer` (an import holding the bank's writers lock)."""
     now = datetime.now(UTC)
     keys = sorted({name.lower() for m in mentions for name in [*m.names, *m.labels] if name.strip()})
     if not keys:
@@ -57,8 +60,8 @@ async def store_entities(
     chosen = await _resolve_free(conn, bank_id, mentions, set(spelling), existing, label_ids, label_keys, now)
     labels = {label.lower() for m in mentions for label in m.labels}
     pending = {key for key in spelling if key not in chosen}
-    if pending or labels:
-        await store.lock_names(conn, bank_id, sorted(pending | labels))
+    if (pending or labels) and not sole_writer:
+        await lock_names(conn, bank_id, sorted(pending | labels))
         existing = {**existing, **await store.find_by_names(conn, bank_id, sorted(pending | labels))}
         label_ids.update({key: rows_[0]["id"] for key, rows_ in _labels_only(existing).items()})
     links = await _label_links(conn, bank_id, mentions, existing, label_ids, now)

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from engram.errors import Conflict
 from engram.store import facts_write as fw
+from engram.store.writer_locks import lock_documents
 
 if TYPE_CHECKING:
     from engram.retain.pipeline import DocumentPlan
@@ -29,15 +30,6 @@ def all_fresh(plans: list[DocumentPlan]) -> bool:
         and not any(chunk.reuse_id for chunk in plan.chunks)
         and not any(item.attachments for item in plan.items)
         for plan in plans
-    )
-
-
-async def lock_documents(conn: Any, bank_id: str, document_ids: list[str]) -> None:
-    """Every document's writer lock, in the order given (the one-by-one path's order: sorted ids)."""
-    await conn.execute(
-        "SELECT count(pg_advisory_xact_lock(hashtextextended($1 || '/' || s.d, 0)))"
-        " FROM (SELECT d FROM unnest($2::text[]) WITH ORDINALITY AS u(d, n) ORDER BY n) AS s",
-        bank_id, document_ids,
     )
 
 

@@ -30,6 +30,7 @@ from engram.store.banks import ensure_bank
 from engram.store.statistics import BULK_RETAIN_FACTS, analyze_if_stale, publish_write_counts
 from engram.store.tx import transaction
 from engram.store.unit_ids import new_unit_id
+from engram.store.writer_locks import lock_documents
 
 if TYPE_CHECKING:
     from engram.services import Services
@@ -248,7 +249,7 @@ async def _write_documents(
     added = _facts_added((await extraction).pending)
     removed_facts = 0
     for plan in plans:
-        await fw.lock_document(conn, bank_id, plan.document_id)
+        await lock_documents(conn, bank_id, [plan.document_id])
         current = [row["id"] for row in await fw.existing_chunks(conn, bank_id, plan.document_id)]
         if current != plan.expected_existing:
             raise Conflict(f"document '{plan.document_id}' changed during this retain; retry it")

@@ -8,26 +8,6 @@ from datetime import datetime
 import asyncpg
 
 
-async def lock_names(conn: asyncpg.Connection, bank_id: str, keys: list[str]) -> None:
-    """Serialise entity resolution per (bank, lower-cased name) until the transaction ends.
-
-    Names are not unique (two people may share one), so concurrent retains converge on one entity
-    by resolving a name one at a time: the second sees the first's entity and scores it like any
-    other. Keys are taken in sorted order, so two retains never wait on each other in a cycle."""
-    if not keys:
-        return
-    await conn.execute(
-        """
-        SELECT count(pg_advisory_xact_lock(k)) FROM (
-            SELECT DISTINCT hashtextextended('entity:' || $1 || ':' || n, 0) AS k
-            FROM unnest($2::text[]) AS n ORDER BY 1
-        ) s
-        """,
-        bank_id,
-        sorted(set(keys)),
-    )
-
-
 async def insert_entities(
     conn: asyncpg.Connection, bank_id: str, rows: list[tuple[str, str, str | None]], seen_at: datetime
 ) -> list[uuid.UUID]:

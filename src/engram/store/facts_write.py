@@ -46,11 +46,6 @@ class UnitRow:
     edited_at: datetime | None = None
 
 
-async def lock_document(conn: asyncpg.Connection, bank_id: str, document_id: str) -> None:
-    """Serialise writers of one document until the transaction ends."""
-    await conn.execute("SELECT pg_advisory_xact_lock(hashtextextended($1 || '/' || $2, 0))", bank_id, document_id)
-
-
 async def existing_chunks(conn: asyncpg.Connection, bank_id: str, document_id: str) -> list[asyncpg.Record]:
     return await conn.fetch(
         "SELECT id, chunk_index, content_hash FROM chunks WHERE bank_id = $1 AND document_id = $2"

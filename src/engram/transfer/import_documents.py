@@ -15,7 +15,6 @@ from typing import Any
 
 from engram.retain.entities import Mention, store_entities
 from engram.retain.facts import embedding_text
-from engram.retain.fresh_documents import lock_documents
 from engram.store import attachments as attachment_store
 from engram.store import facts_write as fw
 from engram.store import transfer_writes as tw
@@ -115,14 +114,6 @@ async def prepared_batches(
             await pending  # the thread finishes its batch; the import is over either way
 
 
-async def lock_targets(conn: Any, bank_id: str, mapping: dict[str, str | None]) -> None:
-    """Every target document's writer lock, in sorted order as retains take theirs (no deadlock
-    between the two), before anything is written: a merge into a bank others write to."""
-    ordered = sorted({target for target in mapping.values() if target is not None})
-    for start in range(0, len(ordered), DOCUMENT_BATCH):
-        await lock_documents(conn, bank_id, ordered[start:start + DOCUMENT_BATCH])
-
-
 async def write_batch(
     conn: Any, bank_id: str, batch: Batch, attachments: dict[str, list[dict[str, Any]]], replace: set[str],
     written: Written,
@@ -148,7 +139,8 @@ async def write_batch(
         part = units[start:start + FACT_BATCH]
         await fw.insert_units(conn, bank_id, [u.row for u in part])
         await tw.set_unit_lifecycle(conn, [u.lifecycle for u in part])
-        await store_entities(conn, bank_id, [Mention(u.row.id, u.names, False, u.labels) for u in part])
+        await store_entities(conn, bank_id, [Mention(u.row.id, u.names, False, u.labels) for u in part],
+                             sole_writer=True)
     await fw.insert_causal_links(conn, bank_id, [pair for doc in documents for pair in doc.causal])
     for doc in documents:
         written.positions.update({(doc.source_id, i): u.row.id for i, u in enumerate(doc.units)})

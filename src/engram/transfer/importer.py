@@ -18,12 +18,12 @@ from engram.store import facts_write as fw
 from engram.store import transfer_writes as tw
 from engram.store.banks import get_bank, upsert_bank
 from engram.store.tx import transaction
+from engram.store.writer_locks import hold_bank_writers
 from engram.transfer import import_rows as rows
 from engram.transfer.archive import LINK_BATCH, Archive, LinksEntry
 from engram.transfer.import_documents import (
     Written,
     in_batches,
-    lock_targets,
     prepared_batches,
     target_ids,
     write_batch,
@@ -122,12 +122,14 @@ async def import_archive(
     config, dropped_config = rows.bank_config(archive) if with_config else ({}, [])
     models = rows.mental_models(archive) if with_config else []
     model_vectors = await asyncio.to_thread(rows.embed_models, models)
-    # a restore creates the bank: every document keeps its id, and none needs a lock (it is the only writer)
+    # a restore creates the bank: every document keeps its id
     merge = options.mode != "restore" and options.include_data
     mapping, replace = await _merge_targets(services, archive, options) if merge else (None, set())
     total = (len(archive.documents) if options.include_data else 0) + 1  # the last step: observations, links
     written = Written()
     async with transaction(services.pool) as conn:
+        # first, before the bank's row: the retains in flight finish, the next ones wait for this one
+        await hold_bank_writers(conn, bank_id)
         profile = rows.bank_profile(archive) if with_config else {}
         await upsert_bank(conn, bank_id, name=profile.get("name"), mission=profile.get("mission"),
                           background=profile.get("background"), config_updates=config)
@@ -155,8 +157,6 @@ async def _write_data(
 ) -> None:
     """The documents a batch at a time (`mapping` None: each keeps its id), then the links between
     their facts."""
-    if mapping is not None:
-        await lock_targets(conn, bank_id, mapping)
     attachments = rows.attachments_by_document(archive)
     if progress is not None:
         await progress("importing", 0, total)

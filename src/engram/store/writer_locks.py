@@ -1,0 +1,52 @@
+"""The advisory locks that keep a bank's writers apart, all held until their transaction ends.
+
+A retain locks the documents it writes and the entity names it may create, so two retains of one
+document, or two creating one entity, take turns. Each such lock statement first takes the bank's
+writers lock *shared*, which costs nothing while no import runs. An import holds that lock
+*exclusively* instead, for its whole transaction: one lock, however many documents and names it
+writes. One lock per document and per name, held to the end of an import's single transaction, filled
+PostgreSQL's lock table (~13,000 locks at the default `max_locks_per_transaction`) and failed the
+import with "out of shared memory"."""
+
+from __future__ import annotations
+
+from typing import Any
+
+# The writers lock's key: the bank id hashed with a seed no other lock of Engram's uses, so it never
+# meets a document's or a name's key.
+_BANK_WRITERS_KEY = "hashtextextended($1, 2)"
+
+
+async def lock_documents(conn: Any, bank_id: str, document_ids: list[str]) -> None:
+    """The bank's writers lock (shared), then every document's lock in the order given (the one-by-one
+    path's order: sorted ids)."""
+    await conn.execute(
+        "SELECT count(CASE WHEN s.n = 0 THEN pg_advisory_xact_lock_shared(s.k) ELSE pg_advisory_xact_lock(s.k) END)"
+        f" FROM (SELECT 0::bigint AS n, {_BANK_WRITERS_KEY} AS k"
+        "       UNION ALL SELECT n, hashtextextended($1 || '/' || d, 0)"
+        "       FROM unnest($2::text[]) WITH ORDINALITY AS u(d, n) ORDER BY n) AS s",
+        bank_id, document_ids,
+    )
+
+
+async def lock_names(conn: Any, bank_id: str, keys: list[str]) -> None:
+    """The bank's writers lock (shared), then the lock of each (bank, lower-cased entity name).
+
+    Names are not unique (two people may share one), so concurrent retains converge on one entity by
+    resolving a name one at a time: the second sees the first's entity and scores it like any other.
+    Keys are taken in sorted order, so two retains never wait on each other in a cycle."""
+    if not keys:
+        return
+    await conn.execute(
+        "SELECT count(CASE WHEN s.n = 0 THEN pg_advisory_xact_lock_shared(s.k) ELSE pg_advisory_xact_lock(s.k) END)"
+        f" FROM (SELECT 0 AS n, {_BANK_WRITERS_KEY} AS k"
+        "       UNION ALL SELECT DISTINCT 1, hashtextextended('entity:' || $1 || ':' || name, 0)"
+        "       FROM unnest($2::text[]) AS name ORDER BY 1, 2) AS s",
+        bank_id, sorted(set(keys)),
+    )
+
+
+async def hold_bank_writers(conn: Any, bank_id: str) -> None:
+    """The bank's writers lock, exclusively: waits for the retains writing to the bank, and keeps new
+    ones from locking a document or a name until this transaction ends."""
+    await conn.execute(f"SELECT pg_advisory_xact_lock({_BANK_WRITERS_KEY})", bank_id)
