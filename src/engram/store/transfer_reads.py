@@ -78,14 +78,18 @@ async def link_batches(conn: asyncpg.Connection, bank_id: str, size: int) -> Asy
 
 
 async def observations(conn: Conn, bank_id: str) -> list[asyncpg.Record]:
+    """The columns an archive keeps (not the vector: ~1.5 kB a row, re-embedded on import)."""
     return await conn.fetch(
-        "SELECT * FROM memory_units WHERE bank_id = $1 AND fact_type = 'observation' ORDER BY created_at, id", bank_id
+        "SELECT id, text, created_at, updated_at, tags, occurred_start, occurred_end, mentioned_at,"
+        " observation_scopes, proof_count, source_memory_ids, evidence"
+        " FROM memory_units WHERE bank_id = $1 AND fact_type = 'observation' ORDER BY created_at, id", bank_id
     )
 
 
 async def observation_history(conn: Conn, bank_id: str) -> list[asyncpg.Record]:
     return await conn.fetch(
-        "SELECT * FROM observation_history WHERE bank_id = $1 ORDER BY changed_at, id", bank_id
+        "SELECT observation_id, text, source_memory_ids, evidence, reason, changed_at"
+        " FROM observation_history WHERE bank_id = $1 ORDER BY changed_at, id", bank_id
     )
 
 

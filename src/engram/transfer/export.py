@@ -115,15 +115,23 @@ def _evidence(items: list[dict[str, Any]], positions: Position) -> list[dict[str
 
 
 async def _observations(conn: Conn, bank_id: str, positions: Position) -> list[dict[str, Any]]:
+    """The bank's observations with their history, built on a thread (a bank may hold tens of
+    thousands, each with its evidence to map)."""
+    history_rows = await reads.observation_history(conn, bank_id)
+    rows = await reads.observations(conn, bank_id)
+    return await asyncio.to_thread(_observation_entries, history_rows, rows, positions)
+
+
+def _observation_entries(history_rows: list[Any], rows: list[Any], positions: Position) -> list[dict[str, Any]]:
     history: dict[uuid.UUID, list[dict[str, Any]]] = {}
-    for row in await reads.observation_history(conn, bank_id):
+    for row in history_rows:
         history.setdefault(row["observation_id"], []).append({
             "text": row["text"], "sources": _sources(list(row["source_memory_ids"]), positions),
             "evidence": _evidence(row["evidence"], positions), "reason": row["reason"],
             "changed_at": _iso(row["changed_at"]),
         })
     out = []
-    for row in await reads.observations(conn, bank_id):
+    for row in rows:
         sources = _sources(list(row["source_memory_ids"]), positions)
         if len(sources) < len(row["source_memory_ids"]):
             continue  # as Hindsight: only observations whose every source is in the archive
