@@ -90,13 +90,49 @@ async def test_an_export_written_a_few_documents_and_links_at_a_time_holds_each_
     assert (archive.manifest["document_count"], archive.manifest["fact_count"]) == (4, 4)
     assert sorted((document["id"], fact["text"]) for document in archive.documents for fact in document["facts"]) \
         == sorted((row["document_id"], row["text"]) for row in facts)
+    assert links_by_place(archive) == stored_links_by_place(archive, stored)
+
+
+def retain_log_of_three_facts(dsn: str) -> None:
+    memory = Memory(database_url=dsn)
+    try:  # a document of three facts: their places in it are 0, 1 and 2
+        memory.retain(BANK, "Ines repaired the red boat number 3 at the harbour on Monday. Marco painted the"
+                      " blue boat at the harbour on Monday. Ines sailed the red boat out of the harbour on Monday.",
+                      document_id="log-3", timestamp="2026-06-01T09:00:00Z")
+    finally:
+        memory.close()
+
+
+def links_by_place(archive: Archive) -> list[tuple[Any, ...]]:
+    return sorted(((link["from"]["document_id"], link["from"]["fact_index"]),
+                   (link["to"]["document_id"], link["to"]["fact_index"]), link["link_type"])
+                  for link in archive.links or [])
+
+
+def stored_links_by_place(archive: Archive, stored: list[asyncpg.Record]) -> list[tuple[Any, ...]]:
+    """The stored links between two facts of the archive, each end by its document and place there."""
     place = {fact["source_id"]: (document["id"], index)
              for document in archive.documents for index, fact in enumerate(document["facts"])}
-    expected = sorted((place[str(row["from_unit"])], place[str(row["to_unit"])], row["link_type"]) for row in stored)
-    written = sorted(((link["from"]["document_id"], link["from"]["fact_index"]),
-                      (link["to"]["document_id"], link["to"]["fact_index"]), link["link_type"])
-                     for link in archive.links or [])
-    assert written == expected
+    return sorted((place[str(row["from_unit"])], place[str(row["to_unit"])], row["link_type"]) for row in stored
+                  if str(row["from_unit"]) in place and str(row["to_unit"]) in place)
+
+
+async def test_an_export_of_some_documents_holds_the_links_between_their_facts_only(
+    harbour: tuple[Services, asyncpg.Connection]
+) -> None:
+    services, conn = harbour
+    await asyncio.to_thread(retain_log_of_three_facts, services.settings.database_url)
+    stored = await conn.fetch("SELECT from_unit, to_unit, link_type FROM memory_links WHERE bank_id = $1", BANK)
+    with tempfile.TemporaryFile() as spool:
+        await handlers.write_export(services, BANK, {"document_ids": ["log-1", "log-3"]}, spool)
+        spool.seek(0)
+        archive = read_archive(spool.read())
+    assert sorted((document["id"], len(document["facts"])) for document in archive.documents) == [
+        ("log-1", 1), ("log-3", 3)]
+    expected = stored_links_by_place(archive, stored)
+    assert len(expected) < len(stored), "links to the other documents' facts stay out"
+    assert any({a[0], b[0]} == {"log-1", "log-3"} for a, b, _ in expected), "links between the two stay in"
+    assert links_by_place(archive) == expected
 
 
 class AdvisoryLocksSeen(list):

@@ -19,7 +19,7 @@ from engram.store.banks import get_bank
 from engram.store.tx import Conn
 from engram.transfer.archive import LINK_BATCH, Archive, ArchiveWriter, manifest_of
 
-Position = dict[uuid.UUID, tuple[str, int]]  # fact id → (document id, index in its document's facts)
+Position = dict[uuid.UUID, tuple[str, int]]  # fact id → (document id, place in its document's facts)
 DOCUMENT_BATCH = 1_000  # documents read, built and written per step
 
 
@@ -58,10 +58,10 @@ def _retain_params(doc: Any) -> dict[str, Any]:
 
 def _write_documents(
     writer: ArchiveWriter, docs: list[Any], chunk_rows: list[Any], fact_rows: list[Any], attachment_rows: list[Any],
-    causes: dict[uuid.UUID, list[uuid.UUID]], positions: Position,
+    causes: dict[uuid.UUID, list[uuid.UUID]],
 ) -> tuple[int, int]:
-    """A batch of documents built and written, with their attachments (run on a thread); each fact's
-    place goes into `positions`. Returns the facts and attachments written."""
+    """A batch of documents built and written, with their attachments (run on a thread). Returns the
+    facts and attachments written."""
     chunks: dict[str, list[dict[str, Any]]] = {}
     for row in chunk_rows:
         chunk = {"chunk_index": row["chunk_index"], "chunk_text": row["chunk_text"]}
@@ -73,7 +73,6 @@ def _write_documents(
     for doc in docs:
         rows = by_doc.get(doc["id"], [])
         local = {row["id"]: i for i, row in enumerate(rows)}
-        positions.update({fid: (doc["id"], i) for fid, i in local.items()})
         documents.append({
             "id": doc["id"], "original_text": doc["original_text"], **_retain_params(doc),
             "tags": list(doc["tags"]), "created_at": _iso(doc["created_at"]),
@@ -86,17 +85,13 @@ def _write_documents(
     return len(fact_rows), len(attachment_rows)
 
 
-def link_refs(links: list[Any], positions: Position) -> list[dict[str, Any]]:
-    """Links as the archive holds them: each end by its document and position, those between two
-    facts of the archive only."""
-    def ref(unit: uuid.UUID) -> dict[str, Any]:
-        return {"document_id": positions[unit][0], "fact_index": positions[unit][1]}
-
+def link_refs(links: list[Any]) -> list[dict[str, Any]]:
+    """Links as the archive holds them, each end by its document and place (`reads.link_batches`)."""
     return [
-        {"from": ref(link["from_unit"]), "to": ref(link["to_unit"]), "link_type": link["link_type"],
-         "weight": link["weight"]}
+        {"from": {"document_id": link["from_document"], "fact_index": link["from_index"]},
+         "to": {"document_id": link["to_document"], "fact_index": link["to_index"]},
+         "link_type": link["link_type"], "weight": link["weight"]}
         for link in links
-        if link["from_unit"] in positions and link["to_unit"] in positions
     ]
 
 
@@ -114,12 +109,21 @@ def _evidence(items: list[dict[str, Any]], positions: Position) -> list[dict[str
     return out
 
 
-async def _observations(conn: Conn, bank_id: str, positions: Position) -> list[dict[str, Any]]:
+async def _observations(conn: Conn, bank_id: str, only: list[str] | None) -> list[dict[str, Any]]:
     """The bank's observations with their history, built on a thread (a bank may hold tens of
-    thousands, each with its evidence to map)."""
+    thousands, each with its evidence to map), their sources named by the places of the facts."""
     history_rows = await reads.observation_history(conn, bank_id)
     rows = await reads.observations(conn, bank_id)
+    named = {fact for row in [*history_rows, *rows] for fact in _facts_named(row)}
+    positions = {row["id"]: (row["document_id"], row["fact_index"])
+                 for row in await reads.fact_places(conn, bank_id, only, list(named))}
     return await asyncio.to_thread(_observation_entries, history_rows, rows, positions)
+
+
+def _facts_named(row: Any) -> list[uuid.UUID]:
+    """The facts an observation (or one of its past versions) names: its sources and its evidence."""
+    quoted = [uuid.UUID(item["fact_id"]) for item in row["evidence"] or [] if item.get("fact_id")]
+    return [*row["source_memory_ids"], *quoted]
 
 
 def _observation_entries(history_rows: list[Any], rows: list[Any], positions: Position) -> list[dict[str, Any]]:
@@ -206,9 +210,10 @@ async def write_bank_archive(
     transaction (one snapshot). The documents are read DOCUMENT_BATCH at a time and the links
     LINK_BATCH at a time, each built and written on a thread, so memory stays flat whatever the bank's
     size (a 100,000-memory bank's documents and ~5 million links, held at once, took gigabytes) and
-    the server keeps answering meanwhile. What stays in memory: each fact's place, for the links and
-    observations that name it. `progress(done, total)`: documents written, of their count and one
-    more step (the rest: observations, tables, links)."""
+    the server keeps answering meanwhile. The links and the observations name facts by their places,
+    which PostgreSQL computes (`reads.link_batches`, `reads.fact_places`); what stays in memory is the
+    observations (an archive holds them in one file) and the causal links. `progress(done, total)`:
+    documents written, of their count and one more step (the rest: observations, tables, links)."""
     bank = await get_bank(conn, bank_id)
     if bank is None:
         raise BankNotFound(bank_id)
@@ -216,7 +221,6 @@ async def write_bank_archive(
         raise InvalidInput("include_observations", "observations can only be exported with the whole bank")
     archive = Archive(manifest={}, banks=[_bank_row(bank)] if include_bank_config else [])
     counts = {"document_count": 0, "fact_count": 0, "attachment_count": 0}
-    positions: Position = {}
     total = 1 + (await reads.document_count(conn, bank_id, document_ids) if include_data else 0)
     await progress(0, total)
     if include_data:
@@ -227,20 +231,19 @@ async def write_bank_archive(
             ids = [doc["id"] for doc in docs]
             chunks, facts = await reads.chunks_of(conn, bank_id, ids), await reads.facts_of(conn, bank_id, ids)
             attachments = await reads.attachments_of(conn, bank_id, ids)
-            written = await asyncio.to_thread(_write_documents, writer, docs, chunks, facts, attachments, causes,
-                                              positions)
+            written = await asyncio.to_thread(_write_documents, writer, docs, chunks, facts, attachments, causes)
             counts["document_count"] += len(docs)
             counts["fact_count"] += written[0]
             counts["attachment_count"] += written[1]
             await progress(counts["document_count"], total)
         if include_observations:
-            archive.observations = await _observations(conn, bank_id, positions)
+            archive.observations = await _observations(conn, bank_id, document_ids)
     archive.tables = await _bank_config_tables(conn, bank_id) if include_bank_config else {}
     await asyncio.to_thread(writer.write_tables, archive)
     if include_data:
         writer.add_links([])  # links.json even for a bank with none: the importer then rebuilds none
-        async for batch in reads.link_batches(conn, bank_id, LINK_BATCH):
-            await asyncio.to_thread(lambda batch=batch: writer.add_links(link_refs(batch, positions)))
+        async for batch in reads.link_batches(conn, bank_id, document_ids, LINK_BATCH):
+            await asyncio.to_thread(lambda batch=batch: writer.add_links(link_refs(batch)))
     scope = {"data": include_data, "bank_config": include_bank_config, "history": False}
     manifest = manifest_of(bank_id, archive, counts, archive_type=archive_type, scope=scope)
     await asyncio.to_thread(writer.finish, manifest)
