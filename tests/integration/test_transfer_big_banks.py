@@ -242,6 +242,42 @@ async def test_documents_written_a_few_per_statement_arrive_as_they_were_and_rep
         tuple(r) for r in await conn.fetch(facts, BANK)], "each replaced document's facts once"
 
 
+async def test_a_restore_links_the_facts_at_each_links_places_and_sources_its_observations_by_place(
+    harbour: tuple[Services, asyncpg.Connection], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The import maps places onto its new facts (`FactPlaces`: each document's run of fact ids), a batch
+    # of links at a time (two links here), also for a document of three facts.
+    services, conn = harbour
+    await asyncio.to_thread(retain_log_of_three_facts, services.settings.database_url)
+    first, second, _ = await conn.fetch(
+        "SELECT id FROM memory_units WHERE bank_id = $1 AND document_id = 'log-3' ORDER BY text", BANK)
+    observation = await conn.fetchval("SELECT id FROM memory_units WHERE bank_id = $1 AND document_id = 'log-0'", BANK)
+    await conn.execute(  # log-0's fact made an observation of two facts of log-3, quoting one
+        """UPDATE memory_units SET fact_type = 'observation', source_memory_ids = $2,
+               evidence = jsonb_build_array(jsonb_build_object('fact_id', $3::text, 'quote', 'painted'))
+           WHERE id = $1""", observation, [first["id"], second["id"]], str(second["id"]))
+    monkeypatch.setattr(importer, "LINK_BATCH", 2)
+    archive = await exported(services, BANK)
+    assert max(len(document["facts"]) for document in archive.documents) == 3
+    assert (await import_archive(services, archive, ImportOptions("restored")))["observations_dropped"] == 0
+    links = """
+        SELECT f.text, t.text, l.link_type, l.weight FROM memory_links l
+        JOIN memory_units f ON f.id = l.from_unit JOIN memory_units t ON t.id = l.to_unit
+        WHERE l.bank_id = $1 AND f.fact_type <> 'observation' AND t.fact_type <> 'observation' ORDER BY 1, 2, 3
+    """
+    original = [tuple(r) for r in await conn.fetch(links, BANK)]
+    assert len(original) > 10
+    assert [tuple(r) for r in await conn.fetch(links, "restored")] == original
+    sources = """
+        SELECT o.text, ARRAY(SELECT m.text FROM memory_units m WHERE m.id = ANY(o.source_memory_ids) ORDER BY 1),
+               (SELECT m.text FROM memory_units m WHERE m.id = (o.evidence->0->>'fact_id')::uuid)
+        FROM memory_units o WHERE o.bank_id = $1 AND o.fact_type = 'observation'
+    """
+    expected = [tuple(r) for r in await conn.fetch(sources, BANK)]
+    assert len(expected) == 1 and expected[0][2] is not None
+    assert [tuple(r) for r in await conn.fetch(sources, "restored")] == expected
+
+
 def _with_document_broken(data: bytes, name: str) -> bytes:
     """The archive with one document's file replaced by a JSON object with no id."""
     out = io.BytesIO()

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import io
 import json
+import uuid
 import zipfile
 
 import pytest
@@ -106,3 +107,39 @@ def test_documents_and_links_do_not_count_toward_the_inflated_size_but_bombs_are
     monkeypatch.setattr(archive_module, "MAX_DOCUMENT_BYTES", 200)
     with pytest.raises(InvalidInput, match="documents/000000.json inflates to more than 200 bytes"):
         read_archive(buffer.getvalue())
+
+
+def test_a_link_whose_end_is_no_place_or_no_imported_fact_is_left_out() -> None:
+    from engram.transfer.fact_places import FactPlaces, place_of
+    from engram.transfer.import_rows import link_rows
+
+    assert place_of({"document_id": "d", "fact_index": 2}) == ("d", 2)
+    assert place_of({"document_id": "d", "fact_index": 2.0}) == ("d", 2), "as JSON numbers may come"
+    for ref in (None, "d", {"document_id": "d"}, {"document_id": 7, "fact_index": 0},
+                {"document_id": "d", "fact_index": "0"}, {"document_id": "d", "fact_index": True},
+                {"document_id": "d", "fact_index": 1.5}):
+        assert place_of(ref) is None, ref
+    places = FactPlaces()
+    a0, b0, b1 = uuid.uuid4(), uuid.uuid4(), uuid.uuid4()
+    places.add("a", [a0])
+    places.add("b", [b0, b1])
+    good = {"from": {"document_id": "a", "fact_index": 0}, "to": {"document_id": "b", "fact_index": 1},
+            "link_type": "semantic", "weight": 0.5}
+    elsewhere = [{"document_id": "b", "fact_index": "x"}, {"document_id": "b", "fact_index": 2},
+                 {"document_id": "c", "fact_index": 0}, {"document_id": "b", "fact_index": -1}]
+    links = [good, {**good, "link_type": "entity"}, "junk", *({**good, "to": to} for to in elsewhere)]
+    assert link_rows(links, places) == [(a0, b1, "semantic", 0.5)]
+
+
+def test_a_document_met_again_takes_its_later_facts_places_and_every_fact_comes_in_batches() -> None:
+    from engram.transfer.fact_places import FactPlaces
+
+    places = FactPlaces()
+    first, later = [uuid.uuid4() for _ in range(3)], [uuid.uuid4() for _ in range(2)]
+    other = uuid.uuid4()
+    places.add("d", first)
+    places.add("e", [other])
+    places.add("d", later)
+    assert [places.get(("d", i)) for i in range(3)] == [*later, None]
+    assert places.get(("e", 0)) == other
+    assert list(places.batches(4)) == [[*first, other], later]

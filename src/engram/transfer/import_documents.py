@@ -20,6 +20,7 @@ from engram.store import facts_write as fw
 from engram.store import transfer_writes as tw
 from engram.store.memories import delete_units_where
 from engram.transfer import import_rows as rows
+from engram.transfer.fact_places import FactPlaces
 
 DOCUMENT_BATCH = 1_000
 # Facts inserted per statement: all of a 100,000-fact archive in one took ~100 s (each enters the
@@ -41,8 +42,7 @@ class Batch:
 @dataclass
 class Written:
     """What the documents' writing leaves for the rest of the import, and its counts."""
-    positions: dict[tuple[str, int], uuid.UUID] = field(default_factory=dict)  # (source document, fact index)
-    fact_ids: list[uuid.UUID] = field(default_factory=list)
+    places: FactPlaces = field(default_factory=FactPlaces)  # every imported fact, by its place in the archive
     documents: int = 0
     skipped: int = 0
     replaced: int = 0
@@ -143,8 +143,7 @@ async def write_batch(
                              sole_writer=True)
     await fw.insert_causal_links(conn, bank_id, [pair for doc in documents for pair in doc.causal])
     for doc in documents:
-        written.positions.update({(doc.source_id, i): u.row.id for i, u in enumerate(doc.units)})
-    written.fact_ids += [u.row.id for u in units]
+        written.places.add(doc.source_id, [u.row.id for u in doc.units])
     written.documents += len(documents)
     written.skipped += len(batch.skipped)
     written.replaced += len(replaced)

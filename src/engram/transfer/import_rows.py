@@ -14,6 +14,7 @@ from engram.store import facts_write as fw
 from engram.store import transfer_writes as tw
 from engram.store.unit_ids import new_unit_id
 from engram.transfer.archive import Archive, decoded
+from engram.transfer.fact_places import FactPlaces, place_of
 
 FACT_TYPES = ("world", "experience")
 
@@ -95,12 +96,12 @@ def document_rows(doc: dict[str, Any], target_id: str) -> DocumentRows:
     return out
 
 
-def _resolve(sources: list[dict[str, Any]], positions: dict[tuple[str, int], uuid.UUID]) -> list[uuid.UUID]:
+def _resolve(sources: list[dict[str, Any]], positions: FactPlaces) -> list[uuid.UUID]:
     found = [positions.get((s.get("document_id"), s.get("fact_index"))) for s in sources or []]
     return list(dict.fromkeys(f for f in found if f is not None))
 
 
-def _evidence(items: list[dict[str, Any]], positions: dict[tuple[str, int], uuid.UUID]) -> list[dict[str, Any]]:
+def _evidence(items: list[dict[str, Any]], positions: FactPlaces) -> list[dict[str, Any]]:
     out = []
     for item in items or []:
         fact = positions.get((item.get("document_id"), item.get("fact_index")))
@@ -110,7 +111,7 @@ def _evidence(items: list[dict[str, Any]], positions: dict[tuple[str, int], uuid
 
 
 def observation_rows(
-    observations: list[dict[str, Any]], positions: dict[tuple[str, int], uuid.UUID]
+    observations: list[dict[str, Any]], positions: FactPlaces
 ) -> tuple[list[tw.ObservationRow], list[tuple], int]:
     """Observations whose sources are in the import (others are dropped and counted), with history."""
     out, history, dropped = [], [], 0
@@ -226,14 +227,15 @@ def attachment_rows(metas: list[dict[str, Any]], doc: DocumentRows) -> list[atta
     ]
 
 
-def link_rows(
-    links: list[dict[str, Any]], positions: dict[tuple[str, int], uuid.UUID]
-) -> list[tuple[uuid.UUID, uuid.UUID, str, float]]:
-    """An Engram archive's links between facts, onto the imported facts (links to skipped ones drop)."""
+def link_rows(links: list[Any], places: FactPlaces) -> list[tuple[uuid.UUID, uuid.UUID, str, float]]:
+    """An Engram archive's links between facts, onto the imported facts (links to skipped ones, and
+    links whose ends are no place, drop)."""
     out = []
     for link in links:
-        a = positions.get((link["from"].get("document_id"), link["from"].get("fact_index")))
-        b = positions.get((link["to"].get("document_id"), link["to"].get("fact_index")))
+        if not isinstance(link, dict):
+            continue
+        ends = place_of(link.get("from")), place_of(link.get("to"))
+        a, b = (places.get(end) if end else None for end in ends)
         if a and b and link.get("link_type") in ("temporal", "semantic", "causal"):
             out.append((a, b, link["link_type"], float(link.get("weight") or 0)))
     return out

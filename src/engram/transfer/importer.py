@@ -7,7 +7,6 @@ batch at a time (`import_documents`), the progress counting them."""
 from __future__ import annotations
 
 import asyncio
-import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -21,6 +20,7 @@ from engram.store.tx import transaction
 from engram.store.writer_locks import hold_bank_writers
 from engram.transfer import import_rows as rows
 from engram.transfer.archive import LINK_BATCH, Archive, LinksEntry
+from engram.transfer.fact_places import FactPlaces
 from engram.transfer.import_documents import (
     Written,
     in_batches,
@@ -65,12 +65,12 @@ class _Observations:
     dropped: int = 0
 
 
-def _observations(archive: Archive, positions: dict[tuple[str, int], uuid.UUID]) -> _Observations:
+def _observations(archive: Archive, places: FactPlaces) -> _Observations:
     """The observations whose sources arrived, embedded (run on a thread)."""
     from engram.models.embedder import embedder
     from engram.models.tokens import count_tokens_batch
 
-    kept, history, dropped = rows.observation_rows(archive.observations, positions)
+    kept, history, dropped = rows.observation_rows(archive.observations, places)
     if kept:
         texts = [o.text for o in kept]
         for obs, vector, tokens in zip(kept, embedder().embed(texts), count_tokens_batch(texts), strict=True):
@@ -136,7 +136,7 @@ async def import_archive(
         observations = _Observations()
         if options.include_data:
             await _write_data(conn, bank_id, archive, options, mapping, replace, written, progress, total)
-            observations = await asyncio.to_thread(_observations, archive, written.positions)
+            observations = await asyncio.to_thread(_observations, archive, written.places)
             await tw.insert_observations(conn, bank_id, observations.rows)
             await tw.insert_observation_history(conn, bank_id, observations.history)
         for model, vector in zip(models, model_vectors):
@@ -165,19 +165,17 @@ async def _write_data(
         if progress is not None:
             await progress("importing", written.documents + written.skipped, total)
     if archive.links is not None and options.mode == "restore":  # a merge links to what the bank has
-        await _restore_links(conn, bank_id, archive, written.positions)
+        await _restore_links(conn, bank_id, archive, written.places)
         return
-    facts = written.fact_ids  # every fact is in: linking them a batch at a time makes the same links
-    for start in range(0, len(facts), LINK_REBUILD_BATCH):
-        await fw.insert_temporal_links(conn, bank_id, facts[start:start + LINK_REBUILD_BATCH])
-        await fw.insert_semantic_links(conn, bank_id, facts[start:start + LINK_REBUILD_BATCH])
+    # every fact is in: linking them a batch at a time makes the same links
+    for facts in written.places.batches(LINK_REBUILD_BATCH):
+        await fw.insert_temporal_links(conn, bank_id, facts)
+        await fw.insert_semantic_links(conn, bank_id, facts)
 
 
-async def _restore_links(
-    conn: Any, bank_id: str, archive: Archive, positions: dict[tuple[str, int], uuid.UUID]
-) -> None:
+async def _restore_links(conn: Any, bank_id: str, archive: Archive, places: FactPlaces) -> None:
     """The archive's links, LINK_BATCH at a time: read (parsed on a thread), mapped and inserted."""
     source = archive.links
     batches = source.batches(LINK_BATCH) if isinstance(source, LinksEntry) else in_batches(source or [], LINK_BATCH)
     while batch := await asyncio.to_thread(next, batches, None):
-        await tw.insert_links(conn, bank_id, rows.link_rows(batch, positions))
+        await tw.insert_links(conn, bank_id, await asyncio.to_thread(rows.link_rows, batch, places))
