@@ -128,7 +128,7 @@ def test_a_link_whose_end_is_no_place_or_no_imported_fact_is_left_out() -> None:
     elsewhere = [{"document_id": "b", "fact_index": "x"}, {"document_id": "b", "fact_index": 2},
                  {"document_id": "c", "fact_index": 0}, {"document_id": "b", "fact_index": -1}]
     links = [good, {**good, "link_type": "entity"}, "junk", *({**good, "to": to} for to in elsewhere)]
-    assert link_rows(links, places) == [(a0, b1, "semantic", 0.5)]
+    assert link_rows(links, places) == [(a0.hex, b1.hex, "semantic", 0.5)]
 
 
 def test_a_document_met_again_takes_its_later_facts_places_and_every_fact_comes_in_batches() -> None:

@@ -177,9 +177,10 @@ async def insert_directive(conn: asyncpg.Connection, bank_id: str, row: dict[str
 
 
 async def insert_links(
-    conn: asyncpg.Connection, bank_id: str, links: list[tuple[uuid.UUID, uuid.UUID, str, float]]
+    conn: asyncpg.Connection, bank_id: str, links: list[tuple[uuid.UUID | str, uuid.UUID | str, str, float]]
 ) -> None:
-    """links: (from unit, to unit, link type, weight), as an Engram archive carries them."""
+    """links: (from unit, to unit, link type, weight), as an Engram archive carries them; a unit is
+    a UUID or its text."""
     if not links:
         return
     await conn.execute(

@@ -50,12 +50,21 @@ class FactPlaces:
 
     def get(self, place: tuple[Any, Any]) -> uuid.UUID | None:
         """The fact at a place, or None (no such place, or not imported)."""
+        start = self._offset(place)
+        return None if start is None else uuid.UUID(bytes=bytes(self._ids[start:start + 16]))
+
+    def id_text(self, place: tuple[Any, Any]) -> str | None:
+        """The fact's id as 32 hex digits, which asyncpg takes for a uuid: a link has two ends and a
+        bank millions of links, and a UUID object costs ~1 µs to build against ~0.2 µs for this."""
+        start = self._offset(place)
+        return None if start is None else self._ids[start:start + 16].hex()
+
+    def _offset(self, place: tuple[Any, Any]) -> int | None:
         checked = _checked(*place)
         run = self._runs.get(checked[0]) if checked else None
         if run is None or not 0 <= checked[1] < run[1]:
             return None
-        start = (run[0] + checked[1]) * 16
-        return uuid.UUID(bytes=bytes(self._ids[start:start + 16]))
+        return (run[0] + checked[1]) * 16
 
     def batches(self, size: int) -> Iterator[list[uuid.UUID]]:
         """Every imported fact's id, `size` at a time, in write order."""

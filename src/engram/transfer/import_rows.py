@@ -227,7 +227,7 @@ def attachment_rows(metas: list[dict[str, Any]], doc: DocumentRows) -> list[atta
     ]
 
 
-def link_rows(links: list[Any], places: FactPlaces) -> list[tuple[uuid.UUID, uuid.UUID, str, float]]:
+def link_rows(links: list[Any], places: FactPlaces) -> list[tuple[str, str, str, float]]:
     """An Engram archive's links between facts, onto the imported facts (links to skipped ones, and
     links whose ends are no place, drop)."""
     out = []
@@ -235,7 +235,7 @@ def link_rows(links: list[Any], places: FactPlaces) -> list[tuple[uuid.UUID, uui
         if not isinstance(link, dict):
             continue
         ends = place_of(link.get("from")), place_of(link.get("to"))
-        a, b = (places.get(end) if end else None for end in ends)
+        a, b = (places.id_text(end) if end else None for end in ends)
         if a and b and link.get("link_type") in ("temporal", "semantic", "causal"):
             out.append((a, b, link["link_type"], float(link.get("weight") or 0)))
     return out
