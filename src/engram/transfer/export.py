@@ -19,7 +19,7 @@ from engram.store.banks import get_bank
 from engram.store.tx import Conn
 from engram.transfer.archive import LINK_BATCH, Archive, ArchiveWriter, manifest_of
 
-Position = dict[uuid.UUID, tuple[str, int]]  # fact id → (document id, place in its document's facts)
+Position = dict[uuid.UUID, tuple[str, int]]  # fact id → (document id, index in its document's facts)
 DOCUMENT_BATCH = 1_000  # documents read, built and written per step
 
 

@@ -96,41 +96,41 @@ def document_rows(doc: dict[str, Any], target_id: str) -> DocumentRows:
     return out
 
 
-def _resolve(sources: list[dict[str, Any]], positions: FactPlaces) -> list[uuid.UUID]:
-    found = [positions.get((s.get("document_id"), s.get("fact_index"))) for s in sources or []]
+def _resolve(sources: list[dict[str, Any]], places: FactPlaces) -> list[uuid.UUID]:
+    found = [places.get((s.get("document_id"), s.get("fact_index"))) for s in sources or []]
     return list(dict.fromkeys(f for f in found if f is not None))
 
 
-def _evidence(items: list[dict[str, Any]], positions: FactPlaces) -> list[dict[str, Any]]:
+def _evidence(items: list[dict[str, Any]], places: FactPlaces) -> list[dict[str, Any]]:
     out = []
     for item in items or []:
-        fact = positions.get((item.get("document_id"), item.get("fact_index")))
+        fact = places.get((item.get("document_id"), item.get("fact_index")))
         if fact is not None:
             out.append({"fact_id": str(fact), "quote": item.get("quote") or ""})
     return out
 
 
 def observation_rows(
-    observations: list[dict[str, Any]], positions: FactPlaces
+    observations: list[dict[str, Any]], places: FactPlaces
 ) -> tuple[list[tw.ObservationRow], list[tuple], int]:
     """Observations whose sources are in the import (others are dropped and counted), with history."""
     out, history, dropped = [], [], 0
     for obs in observations:
-        sources = _resolve(obs.get("sources") or [], positions)
+        sources = _resolve(obs.get("sources") or [], places)
         if not sources:
             dropped += 1
             continue
         obs_id = new_unit_id()
         out.append(tw.ObservationRow(
             id=obs_id, text=str(obs["text"]), tags=[str(t) for t in obs.get("tags") or []], vector=None,
-            sources=sources, evidence=_evidence(obs.get("evidence") or [], positions),
+            sources=sources, evidence=_evidence(obs.get("evidence") or [], places),
             proof_count=int(obs.get("proof_count") or len(sources)), occurred_start=when(obs.get("occurred_start")),
             occurred_end=when(obs.get("occurred_end")), mentioned_at=when(obs.get("mentioned_at")),
             created_at=when(obs.get("created_at")), observation_scopes=obs.get("observation_scopes"), token_count=0,
         ))
         for past in obs.get("history") or []:
-            history.append((obs_id, str(past["text"]), _resolve(past.get("sources") or [], positions),
-                            _evidence(past.get("evidence") or [], positions), past.get("reason"),
+            history.append((obs_id, str(past["text"]), _resolve(past.get("sources") or [], places),
+                            _evidence(past.get("evidence") or [], places), past.get("reason"),
                             when(past.get("changed_at"))))
     return out, history, dropped
 
