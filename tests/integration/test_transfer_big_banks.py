@@ -32,14 +32,27 @@ from engram.transfer.importer import ImportOptions, import_archive
 BANK = "harbour"
 
 
-def retain_alike_facts(dsn: str) -> None:
+# The bank's links by their facts' texts (observations aside: an archive links facts only).
+LINKS_BY_TEXT = """
+    SELECT f.text, t.text, l.link_type, l.weight FROM memory_links l
+    JOIN memory_units f ON f.id = l.from_unit JOIN memory_units t ON t.id = l.to_unit
+    WHERE l.bank_id = $1 AND f.fact_type <> 'observation' AND t.fact_type <> 'observation' ORDER BY 1, 2, 3
+"""
+
+
+def retain_logs(dsn: str, logs: dict[str, str]) -> None:
+    """Each text retained as the document named, all on one day."""
     memory = Memory(database_url=dsn)
     try:
-        for n in range(4):  # alike facts on one day: semantic and temporal links
-            memory.retain(BANK, f"Ines repaired the red boat number {n} at the harbour on Monday.",
-                          document_id=f"log-{n}", timestamp="2026-06-01T09:00:00Z")
+        for document_id, text in logs.items():
+            memory.retain(BANK, text, document_id=document_id, timestamp="2026-06-01T09:00:00Z")
     finally:
         memory.close()
+
+
+def retain_alike_facts(dsn: str) -> None:
+    # alike facts on one day: semantic and temporal links
+    retain_logs(dsn, {f"log-{n}": f"Ines repaired the red boat number {n} at the harbour on Monday." for n in range(4)})
 
 
 async def exported_bytes(services: object, bank_id: str, progress: Any = None) -> bytes:
@@ -94,13 +107,10 @@ async def test_an_export_written_a_few_documents_and_links_at_a_time_holds_each_
 
 
 def retain_log_of_three_facts(dsn: str) -> None:
-    memory = Memory(database_url=dsn)
-    try:  # a document of three facts: their places in it are 0, 1 and 2
-        memory.retain(BANK, "Ines repaired the red boat number 3 at the harbour on Monday. Marco painted the"
-                      " blue boat at the harbour on Monday. Ines sailed the red boat out of the harbour on Monday.",
-                      document_id="log-3", timestamp="2026-06-01T09:00:00Z")
-    finally:
-        memory.close()
+    # a document of three facts: their places in it are 0, 1 and 2
+    retain_logs(dsn, {"log-3": "Ines repaired the red boat number 3 at the harbour on Monday. Marco painted the"
+                               " blue boat at the harbour on Monday. Ines sailed the red boat out of the harbour"
+                               " on Monday."})
 
 
 def links_by_place(archive: Archive) -> list[tuple[Any, ...]]:
@@ -260,14 +270,9 @@ async def test_a_restore_links_the_facts_at_each_links_places_and_sources_its_ob
     archive = await exported(services, BANK)
     assert max(len(document["facts"]) for document in archive.documents) == 3
     assert (await import_archive(services, archive, ImportOptions("restored")))["observations_dropped"] == 0
-    links = """
-        SELECT f.text, t.text, l.link_type, l.weight FROM memory_links l
-        JOIN memory_units f ON f.id = l.from_unit JOIN memory_units t ON t.id = l.to_unit
-        WHERE l.bank_id = $1 AND f.fact_type <> 'observation' AND t.fact_type <> 'observation' ORDER BY 1, 2, 3
-    """
-    original = [tuple(r) for r in await conn.fetch(links, BANK)]
+    original = [tuple(r) for r in await conn.fetch(LINKS_BY_TEXT, BANK)]
     assert len(original) > 10
-    assert [tuple(r) for r in await conn.fetch(links, "restored")] == original
+    assert [tuple(r) for r in await conn.fetch(LINKS_BY_TEXT, "restored")] == original
     sources = """
         SELECT o.text, ARRAY(SELECT m.text FROM memory_units m WHERE m.id = ANY(o.source_memory_ids) ORDER BY 1),
                (SELECT m.text FROM memory_units m WHERE m.id = (o.evidence->0->>'fact_id')::uuid)
@@ -319,12 +324,7 @@ async def test_links_rebuilt_a_fact_per_statement_are_the_links_rebuilt_at_once(
     await import_archive(services, archive, ImportOptions("at-once"))
     monkeypatch.setattr(importer, "LINK_REBUILD_BATCH", 1)
     await import_archive(services, archive, ImportOptions("one-by-one"))
-    links = """
-        SELECT f.text, t.text, l.link_type, l.weight FROM memory_links l
-        JOIN memory_units f ON f.id = l.from_unit JOIN memory_units t ON t.id = l.to_unit
-        WHERE l.bank_id = $1 ORDER BY 1, 2, 3
-    """
-    at_once = [tuple(r) for r in await conn.fetch(links, "at-once")]
+    at_once = [tuple(r) for r in await conn.fetch(LINKS_BY_TEXT, "at-once")]
     assert {link_type for *_, link_type, _ in at_once} == {"temporal", "semantic"}, at_once
     assert len(at_once) > 8
-    assert [tuple(r) for r in await conn.fetch(links, "one-by-one")] == at_once
+    assert [tuple(r) for r in await conn.fetch(LINKS_BY_TEXT, "one-by-one")] == at_once

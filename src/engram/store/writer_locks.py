@@ -17,16 +17,25 @@ from typing import Any
 _BANK_WRITERS_KEY = "hashtextextended($1, 2)"
 
 
+def _after_bank_writers(keys: str) -> str:
+    """A statement taking the bank's writers lock (shared, row 0), then exclusively the keys that the
+    rows `(n, k)` of `keys` give, in their order."""
+    return (
+        "SELECT count(CASE WHEN s.n = 0 THEN pg_advisory_xact_lock_shared(s.k) ELSE pg_advisory_xact_lock(s.k) END)"
+        f" FROM (SELECT 0::bigint AS n, {_BANK_WRITERS_KEY} AS k UNION ALL {keys} ORDER BY 1, 2) AS s"
+    )
+
+
+_LOCK_DOCUMENTS = _after_bank_writers(
+    "SELECT n, hashtextextended($1 || '/' || d, 0) FROM unnest($2::text[]) WITH ORDINALITY AS u(d, n)")
+_LOCK_NAMES = _after_bank_writers(
+    "SELECT DISTINCT 1, hashtextextended('entity:' || $1 || ':' || name, 0) FROM unnest($2::text[]) AS name")
+
+
 async def lock_documents(conn: Any, bank_id: str, document_ids: list[str]) -> None:
     """The bank's writers lock (shared), then every document's lock in the order given (the one-by-one
     path's order: sorted ids)."""
-    await conn.execute(
-        "SELECT count(CASE WHEN s.n = 0 THEN pg_advisory_xact_lock_shared(s.k) ELSE pg_advisory_xact_lock(s.k) END)"
-        f" FROM (SELECT 0::bigint AS n, {_BANK_WRITERS_KEY} AS k"
-        "       UNION ALL SELECT n, hashtextextended($1 || '/' || d, 0)"
-        "       FROM unnest($2::text[]) WITH ORDINALITY AS u(d, n) ORDER BY n) AS s",
-        bank_id, document_ids,
-    )
+    await conn.execute(_LOCK_DOCUMENTS, bank_id, document_ids)
 
 
 async def lock_names(conn: Any, bank_id: str, keys: list[str]) -> None:
@@ -37,13 +46,7 @@ async def lock_names(conn: Any, bank_id: str, keys: list[str]) -> None:
     Keys are taken in sorted order, so two retains never wait on each other in a cycle."""
     if not keys:
         return
-    await conn.execute(
-        "SELECT count(CASE WHEN s.n = 0 THEN pg_advisory_xact_lock_shared(s.k) ELSE pg_advisory_xact_lock(s.k) END)"
-        f" FROM (SELECT 0 AS n, {_BANK_WRITERS_KEY} AS k"
-        "       UNION ALL SELECT DISTINCT 1, hashtextextended('entity:' || $1 || ':' || name, 0)"
-        "       FROM unnest($2::text[]) AS name ORDER BY 1, 2) AS s",
-        bank_id, sorted(set(keys)),
-    )
+    await conn.execute(_LOCK_NAMES, bank_id, sorted(set(keys)))
 
 
 async def hold_bank_writers(conn: Any, bank_id: str) -> None:
