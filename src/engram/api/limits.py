@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import asyncio
 import json
-from typing import Any
+from collections.abc import Coroutine
+from typing import Any, NoReturn
 from urllib.parse import parse_qsl
 
 from engram.api import json_body
@@ -89,7 +90,10 @@ class RequestLimits:
         if scope["path"].endswith(UPLOAD_PATH_SUFFIXES):
             limit = max(limit, self.max_upload_bytes)
         if _declared_length(scope) > limit:
-            await self._too_large(send, limit)
+            await self.answer_too_large(send, limit)
+            return
+        if not _is_json(scope):
+            await self._pass_streamed(scope, receive, send, limit)
             return
         body = await self._read_body(scope, receive, send, limit)
         if body is None:
@@ -102,32 +106,32 @@ class RequestLimits:
 
     async def _read_body(self, scope: Scope, receive: Receive, send: Send, limit: int) -> bytes | None:
         """The whole body, or None when the request was answered (413, 408) or the client left."""
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + self.body_read_timeout
+        body = _MeteredBody(self, scope, receive, send, limit)
         chunks: list[bytes] = []
-        size = 0
         while True:
             try:
-                message = await asyncio.wait_for(receive(), max(deadline - loop.time(), 0))
-            except TimeoutError:
-                declared = _declared_length(scope)
-                expected = f" of the {declared} declared" if declared else ""
-                reason = (f"not received within {self.body_read_timeout:g} s (ENGRAM_BODY_READ_TIMEOUT): "
-                          f"got {size}{expected} bytes")
-                await _answer(send, 408, "RequestTimeout", "body", reason, close=True)
+                message = await body.receive()
+            except _Answered:
                 return None
             if message["type"] == "http.disconnect":
                 return None
-            chunk = message.get("body", b"")
-            size += len(chunk)
-            if size > limit:
-                await self._too_large(send, limit)
-                return None
-            chunks.append(chunk)
+            chunks.append(message.get("body", b""))
             if not message.get("more_body", False):
                 return b"".join(chunks)
 
-    async def _too_large(self, send: Send, limit: int) -> None:
+    async def _pass_streamed(self, scope: Scope, receive: Receive, send: Send, limit: int) -> None:
+        """A body the handler parses itself (a multipart upload) passed on as it arrives, under the same
+        size limit and read deadline. Buffered, a 200 MB archive was held twice and handed to the
+        multipart parser in one piece, which held the event loop for ~2 s (every other request waited)."""
+        body = _MeteredBody(self, scope, receive, send, limit)
+        try:
+            await self.app(scope, body.receive, body.send)
+        except Exception:
+            if not body.answered:  # the handler's own failure: the error middleware answers it
+                raise
+            # Refused here (413, 408) while the handler read: whatever it made of that is moot.
+
+    async def answer_too_large(self, send: Send, limit: int) -> None:
         uploads = limit == self.max_upload_bytes
         setting = "for uploads (ENGRAM_MAX_UPLOAD_BYTES)" if uploads else "(ENGRAM_MAX_REQUEST_BYTES)"
         await _answer(send, 413, "PayloadTooLarge", "body", f"larger than the limit of {limit} bytes {setting}")
@@ -158,6 +162,56 @@ def _replay(body: bytes, receive: Receive) -> Receive:
         return {"type": "http.request", "body": body, "more_body": False}
 
     return replay
+
+
+class _Answered(Exception):
+    """The body was refused (413, 408) and the answer sent: the reader must stop."""
+
+
+class _MeteredBody:
+    """`receive` for one request's body that counts it against `limit` and the read deadline, and
+    answers 413 or 408 itself the moment either is passed (then raises `_Answered`). `send` passes
+    the application's answer on, unless the request was refused first."""
+
+    def __init__(self, limits: RequestLimits, scope: Scope, receive: Receive, send: Send, limit: int) -> None:
+        self._limits, self._scope, self._receive, self._send, self._limit = limits, scope, receive, send, limit
+        self._loop = asyncio.get_running_loop()
+        self._deadline = self._loop.time() + limits.body_read_timeout
+        self._size = 0
+        self._complete = False
+        self._started = False  # the application began its answer: a refusal can only end the request
+        self.answered = False
+
+    async def receive(self) -> dict[str, Any]:
+        if self._complete:  # past the body: waiting for the client's disconnect has no deadline
+            return await self._receive()
+        try:
+            message = await asyncio.wait_for(self._receive(), max(self._deadline - self._loop.time(), 0))
+        except TimeoutError:
+            declared = _declared_length(self._scope)
+            expected = f" of the {declared} declared" if declared else ""
+            reason = (f"not received within {self._limits.body_read_timeout:g} s (ENGRAM_BODY_READ_TIMEOUT): "
+                      f"got {self._size}{expected} bytes")
+            await self._refuse(_answer(self._send, 408, "RequestTimeout", "body", reason, close=True))
+        if message["type"] == "http.request":
+            self._size += len(message.get("body", b""))
+            if self._size > self._limit:
+                await self._refuse(self._limits.answer_too_large(self._send, self._limit))
+            self._complete = not message.get("more_body", False)
+        return message
+
+    async def send(self, message: dict[str, Any]) -> None:
+        if not self.answered:
+            self._started = self._started or message["type"] == "http.response.start"
+            await self._send(message)
+
+    async def _refuse(self, answer: Coroutine[Any, Any, None]) -> NoReturn:
+        if self._started:
+            answer.close()
+            raise _Answered
+        self.answered = True
+        await answer
+        raise _Answered
 
 
 async def _answer(send: Send, status: int, error: str, field: str, reason: str, *, close: bool = False) -> None:
