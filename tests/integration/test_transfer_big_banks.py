@@ -99,7 +99,9 @@ async def test_an_export_written_a_few_documents_and_links_at_a_time_holds_each_
     steps = Steps()
     archive = await exported(services, BANK, steps)
 
-    assert steps == [("exporting", 0, 5), ("exporting", 3, 5), ("exporting", 4, 5), ("exporting", 5, 5)]
+    # a step a batch: two of documents, then each batch of links once written, then the rest
+    total = 1 + 4 + -(-len(stored) // 3)
+    assert steps == [("exporting", done, total) for done in [0, 3, *range(4, total + 1)]]
     assert (archive.manifest["document_count"], archive.manifest["fact_count"]) == (4, 4)
     assert sorted((document["id"], fact["text"]) for document in archive.documents for fact in document["facts"]) \
         == sorted((row["document_id"], row["text"]) for row in facts)
@@ -143,6 +145,28 @@ async def test_an_export_of_some_documents_holds_the_links_between_their_facts_o
     assert len(expected) < len(stored), "links to the other documents' facts stay out"
     assert any({a[0], b[0]} == {"log-1", "log-3"} for a, b, _ in expected), "links between the two stay in"
     assert links_by_place(archive) == expected
+
+
+# Document ids a link line must quote and escape: PostgreSQL writes the export's links.json lines.
+AWKWARD_IDS = ['log "quoted" C:\\boats\\red', "log\nof two lines\tand a tab", "journal de bord é ☃ 🚢"]
+
+
+async def test_links_between_documents_with_awkward_ids_export_and_restore_as_they_were(
+    harbour: tuple[Services, asyncpg.Connection]
+) -> None:
+    services, conn = harbour
+    await asyncio.to_thread(retain_logs, services.settings.database_url, {
+        document_id: f"Ines repaired the red boat number {n + 7} at the harbour on Monday."
+        for n, document_id in enumerate(AWKWARD_IDS)})
+    stored = await conn.fetch("SELECT from_unit, to_unit, link_type FROM memory_links WHERE bank_id = $1", BANK)
+    archive = await exported(services, BANK)
+    assert {document["id"] for document in archive.documents} >= set(AWKWARD_IDS)
+    by_place = links_by_place(archive)
+    assert any(a[0] in AWKWARD_IDS and b[0] in AWKWARD_IDS for a, b, _ in by_place)
+    assert by_place == stored_links_by_place(archive, stored)
+    await import_archive(services, archive, ImportOptions("restored"))
+    assert [tuple(r) for r in await conn.fetch(LINKS_BY_TEXT, "restored")] == \
+        [tuple(r) for r in await conn.fetch(LINKS_BY_TEXT, BANK)]
 
 
 class AdvisoryLocksSeen(list):

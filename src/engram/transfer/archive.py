@@ -222,9 +222,9 @@ def _default(value: Any) -> Any:
 class ArchiveWriter:
     """Writes an archive into a file entry by entry: its documents a batch at a time (`add_documents`,
     with their attachments), then the rest of its contents (`write_tables`), then its links a batch at
-    a time (`add_links`: `links.json` is one JSON array written as it comes), then the manifest
-    (`finish`). A bank's documents and links are most of its archive, so neither needs to be in
-    memory at once. Synchronous: callers run it off the event loop."""
+    a time (`add_links`, `add_link_lines`: `links.json` is one JSON array written as it comes), then
+    the manifest (`finish`). A bank's documents and links are most of its archive, so neither needs to
+    be in memory at once. Synchronous: callers run it off the event loop."""
 
     def __init__(self, file: IO[bytes]) -> None:
         self._zf = zipfile.ZipFile(file, "w", zipfile.ZIP_DEFLATED)
@@ -257,13 +257,17 @@ class ArchiveWriter:
         self._zf.writestr("banks.json", _dump(archive.banks))
 
     def add_links(self, links: Iterable[dict[str, Any]]) -> None:
+        self.add_link_lines([json.dumps(link, ensure_ascii=False) for link in links])
+
+    def add_link_lines(self, lines: list[str]) -> None:
+        """Links already serialized, one JSON object each with no line break in it (an export's links,
+        which PostgreSQL writes: `transfer_reads.link_lines`)."""
         if self._links is None:
             self._links = io.TextIOWrapper(self._zf.open("links.json", "w", force_zip64=True), encoding="utf-8")
             self._links.write("[")
-        for link in links:
-            self._links.write(",\n" if self._links_written else "\n")
-            self._links.write(json.dumps(link, ensure_ascii=False))
-            self._links_written += 1
+        if lines:
+            self._links.write((",\n" if self._links_written else "\n") + ",\n".join(lines))
+            self._links_written += len(lines)
 
     def finish(self, manifest: dict[str, Any]) -> None:
         if self._links is not None:
