@@ -40,6 +40,14 @@ LINKS_BY_TEXT = """
 """
 
 
+# Each observation with its sources' and its first quoted fact's texts.
+OBSERVATION_SOURCES = """
+    SELECT o.text, ARRAY(SELECT m.text FROM memory_units m WHERE m.id = ANY(o.source_memory_ids) ORDER BY 1),
+           (SELECT m.text FROM memory_units m WHERE m.id = (o.evidence->0->>'fact_id')::uuid)
+    FROM memory_units o WHERE o.bank_id = $1 AND o.fact_type = 'observation' ORDER BY 1
+"""
+
+
 def retain_logs(dsn: str, logs: dict[str, str]) -> None:
     """Each text retained as the document named, all on one day."""
     memory = Memory(database_url=dsn)
@@ -297,14 +305,50 @@ async def test_a_restore_links_the_facts_at_each_links_places_and_sources_its_ob
     original = [tuple(r) for r in await conn.fetch(LINKS_BY_TEXT, BANK)]
     assert len(original) > 10
     assert [tuple(r) for r in await conn.fetch(LINKS_BY_TEXT, "restored")] == original
-    sources = """
-        SELECT o.text, ARRAY(SELECT m.text FROM memory_units m WHERE m.id = ANY(o.source_memory_ids) ORDER BY 1),
-               (SELECT m.text FROM memory_units m WHERE m.id = (o.evidence->0->>'fact_id')::uuid)
-        FROM memory_units o WHERE o.bank_id = $1 AND o.fact_type = 'observation'
-    """
-    expected = [tuple(r) for r in await conn.fetch(sources, BANK)]
+    expected = [tuple(r) for r in await conn.fetch(OBSERVATION_SOURCES, BANK)]
     assert len(expected) == 1 and expected[0][2] is not None
-    assert [tuple(r) for r in await conn.fetch(sources, "restored")] == expected
+    assert [tuple(r) for r in await conn.fetch(OBSERVATION_SOURCES, "restored")] == expected
+
+
+async def test_observations_exported_a_few_at_a_time_keep_their_sources_evidence_and_history(
+    harbour: tuple[Services, asyncpg.Connection], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Each batch of observations reads the places of the facts it names (their documents' facts
+    # numbered), its history, and is written before the next: one observation a batch here.
+    services, conn = harbour
+    await asyncio.to_thread(retain_log_of_three_facts, services.settings.database_url)
+    first, second, third = [r["id"] for r in await conn.fetch(
+        "SELECT id FROM memory_units WHERE bank_id = $1 AND document_id = 'log-3' ORDER BY text", BANK)]
+    lone = await conn.fetchval("SELECT id FROM memory_units WHERE bank_id = $1 AND document_id = 'log-2'", BANK)
+    made = {"log-0": ([first, second], second), "log-1": ([lone, third], third)}
+    for document_id, (sources, quoted) in made.items():
+        await conn.execute(
+            """UPDATE memory_units SET fact_type = 'observation', source_memory_ids = $3,
+                   evidence = jsonb_build_array(jsonb_build_object('fact_id', $4::text, 'quote', 'a quote'))
+               WHERE bank_id = $1 AND document_id = $2""", BANK, document_id, sources, str(quoted))
+    await conn.execute(  # log-1's observation had an earlier version, sourced by log-3's first fact
+        """INSERT INTO observation_history (observation_id, bank_id, text, source_memory_ids, evidence, reason)
+           SELECT id, bank_id, 'an earlier version', $2, '[]', 'updated' FROM memory_units
+           WHERE bank_id = $1 AND document_id = 'log-1'""", BANK, [first])
+    monkeypatch.setattr(export, "OBSERVATION_BATCH", 1)
+    archive = await exported(services, BANK)
+
+    assert archive.manifest["observation_count"] == 2
+    log3 = [fact["text"] for document in archive.documents if document["id"] == "log-3" for fact in document["facts"]]
+    text = {row["id"]: row["text"] for row in await conn.fetch(
+        "SELECT id, text FROM memory_units WHERE id = ANY($1::uuid[])", [first, second, third, lone])}
+    place = {fact: ("log-3", log3.index(text[fact])) for fact in (first, second, third)} | {lone: ("log-2", 0)}
+    by_place = [sorted((s["document_id"], s["fact_index"]) for s in o["sources"]) for o in archive.observations]
+    assert sorted(by_place) == sorted(sorted(place[f] for f in sources) for sources, _ in made.values())
+    assert sorted((e["document_id"], e["fact_index"]) for o in archive.observations for e in o["evidence"]) == \
+        sorted(place[quoted] for _, quoted in made.values())
+    histories = [o["history"] for o in archive.observations if o["history"]]
+    assert [[(s["document_id"], s["fact_index"]) for s in h[0]["sources"]] for h in histories] == [[place[first]]]
+
+    await import_archive(services, archive, ImportOptions("restored"))
+    expected = [tuple(r) for r in await conn.fetch(OBSERVATION_SOURCES, BANK)]
+    assert len(expected) == 2
+    assert [tuple(r) for r in await conn.fetch(OBSERVATION_SOURCES, "restored")] == expected
 
 
 def _with_document_broken(data: bytes, name: str) -> bytes:

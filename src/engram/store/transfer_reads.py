@@ -23,15 +23,23 @@ _FACT_COLUMNS = """m.id, m.document_id, m.text, m.context, m.fact_type, m.fact_k
 # A fact's place in its document's list of facts (the archive names a fact by its document and place).
 _FACT_ORDER = "ch.chunk_index NULLS LAST, m.created_at, m.id"
 
-# Every archived fact's place, computed where the facts are: an export once kept them all in a dict
-# (~290 bytes a memory, ~3 GB at 10 million) to name the ends of the links and the observations' sources.
-_PLACES = f"""places AS (
+def _places(condition: str = "") -> str:
+    """Every archived fact's place (its index among its document's facts), computed where the facts
+    are: an export once kept them all in a dict (~290 bytes a memory, ~3 GB at 10 million) to name the
+    ends of the links and the observations' sources. `condition` may narrow it to whole documents."""
+    return f"""places AS (
     SELECT m.id, m.document_id, (row_number() OVER (PARTITION BY m.document_id ORDER BY {_FACT_ORDER}) - 1)::int
                AS fact_index
     FROM memory_units m JOIN documents d ON d.bank_id = m.bank_id AND d.id = m.document_id
     LEFT JOIN chunks ch ON ch.id = m.chunk_id
     WHERE m.bank_id = $1 AND m.fact_type <> 'observation'
-      AND ($2::text[] IS NULL OR m.document_id = ANY($2::text[])))"""
+      AND ($2::text[] IS NULL OR m.document_id = ANY($2::text[])) {condition})"""
+
+
+_PLACES = _places()
+# The places of the facts in $3 only: their documents' facts are numbered, not the whole bank's.
+_PLACES_OF_FACTS = _places("""AND m.document_id IN (
+        SELECT document_id FROM memory_units WHERE bank_id = $1 AND id = ANY($3::uuid[]))""")
 
 
 async def document_count(conn: Conn, bank_id: str, only: list[str] | None) -> int:
@@ -115,22 +123,25 @@ async def link_lines(
 
 async def fact_places(conn: Conn, bank_id: str, only: list[str] | None, ids: list[object]) -> list[asyncpg.Record]:
     """The places of the facts given that are archived (of the documents asked for, or all)."""
-    return await conn.fetch(f"WITH {_PLACES} SELECT * FROM places WHERE id = ANY($3::uuid[])", bank_id, only, ids)
+    return await conn.fetch(f"WITH {_PLACES_OF_FACTS} SELECT * FROM places WHERE id = ANY($3::uuid[])",
+                            bank_id, only, ids)
 
 
-async def observations(conn: Conn, bank_id: str) -> list[asyncpg.Record]:
-    """The columns an archive keeps (not the vector: ~1.5 kB a row, re-embedded on import)."""
+async def observation_batches(conn: asyncpg.Connection, bank_id: str, size: int) -> AsyncIterator[list[asyncpg.Record]]:
+    """The observations, oldest first, `size` at a time from a cursor, with the columns an archive
+    keeps (not the vector: ~1.5 kB a row, re-embedded on import). Needs the export's open transaction."""
+    query = ("SELECT id, text, created_at, updated_at, tags, occurred_start, occurred_end, mentioned_at,"
+             " observation_scopes, proof_count, source_memory_ids, evidence"
+             " FROM memory_units WHERE bank_id = $1 AND fact_type = 'observation' ORDER BY created_at, id")
+    async for rows in batches_of(conn, size, query, bank_id):
+        yield rows
+
+
+async def observation_history(conn: Conn, bank_id: str, observation_ids: list[object]) -> list[asyncpg.Record]:
+    """The past versions of the observations given, oldest first."""
     return await conn.fetch(
-        "SELECT id, text, created_at, updated_at, tags, occurred_start, occurred_end, mentioned_at,"
-        " observation_scopes, proof_count, source_memory_ids, evidence"
-        " FROM memory_units WHERE bank_id = $1 AND fact_type = 'observation' ORDER BY created_at, id", bank_id
-    )
-
-
-async def observation_history(conn: Conn, bank_id: str) -> list[asyncpg.Record]:
-    return await conn.fetch(
-        "SELECT observation_id, text, source_memory_ids, evidence, reason, changed_at"
-        " FROM observation_history WHERE bank_id = $1 ORDER BY changed_at, id", bank_id
+        "SELECT observation_id, text, source_memory_ids, evidence, reason, changed_at FROM observation_history"
+        " WHERE bank_id = $1 AND observation_id = ANY($2::uuid[]) ORDER BY changed_at, id", bank_id, observation_ids,
     )
 
 

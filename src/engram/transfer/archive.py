@@ -219,19 +219,47 @@ def _default(value: Any) -> Any:
     return str(value)
 
 
+class _JsonArray:
+    """A ZIP entry holding one JSON array written as it comes: `[`, each item on a line of its own
+    (one JSON object with no line break in it), `]`."""
+
+    def __init__(self, zf: zipfile.ZipFile, name: str) -> None:
+        self._file = io.TextIOWrapper(zf.open(name, "w", force_zip64=True), encoding="utf-8")
+        self._file.write("[")
+        self.count = 0
+
+    def add(self, lines: list[str]) -> None:
+        if lines:
+            self._file.write((",\n" if self.count else "\n") + ",\n".join(lines))
+            self.count += len(lines)
+
+    def close(self) -> None:
+        self._file.write("\n]\n")
+        self._file.close()
+
+
+def _line(value: Any) -> str:
+    return json.dumps(value, default=_default, ensure_ascii=False)
+
+
 class ArchiveWriter:
     """Writes an archive into a file entry by entry: its documents a batch at a time (`add_documents`,
-    with their attachments), then the rest of its contents (`write_tables`), then its links a batch at
-    a time (`add_links`, `add_link_lines`: `links.json` is one JSON array written as it comes), then
-    the manifest (`finish`). A bank's documents and links are most of its archive, so neither needs to
-    be in memory at once. Synchronous: callers run it off the event loop."""
+    with their attachments), its observations a batch at a time (`add_observations`) or with the rest
+    of its contents (`write_tables`), then its links a batch at a time (`add_links`, `add_link_lines`),
+    then the manifest (`finish`). `observations.json` and `links.json` are each one JSON array
+    written as it comes. A bank's documents, observations and links are most of its archive, so none
+    needs to be in memory at once. Synchronous: callers run it off the event loop."""
 
     def __init__(self, file: IO[bytes]) -> None:
         self._zf = zipfile.ZipFile(file, "w", zipfile.ZIP_DEFLATED)
         self._documents = 0
         self._attachments: list[dict[str, Any]] = []
-        self._links: IO[str] | None = None
-        self._links_written = 0
+        self._observations: _JsonArray | None = None
+        self._links: _JsonArray | None = None
+
+    @property
+    def observations_written(self) -> int:
+        return self._observations.count if self._observations is not None else 0
 
     def write_contents(self, archive: Archive) -> None:
         """Everything but the manifest, the links too when the archive holds them."""
@@ -249,29 +277,35 @@ class ArchiveWriter:
             self._zf.writestr(meta["path"], meta["data"])
             self._attachments.append({k: v for k, v in meta.items() if k != "data"})
 
+    def add_observations(self, observations: Iterable[dict[str, Any]]) -> None:
+        """Observations, after the documents and before `write_tables` (which then leaves them be)."""
+        if self._observations is None:
+            self._observations = _JsonArray(self._zf, "observations.json")
+        self._observations.add([_line(observation) for observation in observations])
+
     def write_tables(self, archive: Archive) -> None:
-        """The observations, the bank's row and its config tables (after the documents, before the links)."""
-        self._zf.writestr("observations.json", _dump(archive.observations))
+        """The observations (unless added a batch at a time), the bank's row and its config tables
+        (after the documents, before the links)."""
+        if self._observations is None:
+            self._zf.writestr("observations.json", _dump(archive.observations))
+        else:
+            self._observations.close()
         for name in TABLE_FILES:
             self._zf.writestr(f"{name}.json", _dump(archive.table(name)))
         self._zf.writestr("banks.json", _dump(archive.banks))
 
     def add_links(self, links: Iterable[dict[str, Any]]) -> None:
-        self.add_link_lines([json.dumps(link, ensure_ascii=False) for link in links])
+        self.add_link_lines([_line(link) for link in links])
 
     def add_link_lines(self, lines: list[str]) -> None:
         """Links already serialized, one JSON object each with no line break in it (an export's links,
         which PostgreSQL writes: `transfer_reads.link_lines`)."""
         if self._links is None:
-            self._links = io.TextIOWrapper(self._zf.open("links.json", "w", force_zip64=True), encoding="utf-8")
-            self._links.write("[")
-        if lines:
-            self._links.write((",\n" if self._links_written else "\n") + ",\n".join(lines))
-            self._links_written += len(lines)
+            self._links = _JsonArray(self._zf, "links.json")
+        self._links.add(lines)
 
     def finish(self, manifest: dict[str, Any]) -> None:
         if self._links is not None:
-            self._links.write("\n]\n")
             self._links.close()
         if self._attachments:
             self._zf.writestr("attachments.json", _dump(self._attachments))
@@ -289,7 +323,7 @@ def manifest_of(source_bank_id: str, archive: Archive, counts: dict[str, int], *
         "exported_at": datetime.now(UTC).isoformat().replace("+00:00", "Z"),
         "document_count": counts["document_count"],
         "fact_count": counts["fact_count"],
-        "observation_count": len(archive.observations),
+        "observation_count": counts.get("observation_count", len(archive.observations)),
         "mental_model_count": len(archive.table("mental_models")),
         "knowledge_page_count": 0,
         "archive_type": archive_type,

@@ -21,6 +21,7 @@ from engram.transfer.archive import LINK_BATCH, Archive, ArchiveWriter, manifest
 
 Position = dict[uuid.UUID, tuple[str, int]]  # fact id → (document id, index in its document's facts)
 DOCUMENT_BATCH = 1_000  # documents read, built and written per step
+OBSERVATION_BATCH = 5_000  # observations read and built per step
 
 
 def _iso(value: datetime | None) -> str | None:
@@ -99,24 +100,37 @@ def _evidence(items: list[dict[str, Any]], positions: Position) -> list[dict[str
     return out
 
 
-async def _observations(conn: Conn, bank_id: str, only: list[str] | None) -> list[dict[str, Any]]:
-    """The bank's observations with their history, built on a thread (a bank may hold tens of
-    thousands, each with its evidence to map), their sources named by the places of the facts."""
-    history_rows = await reads.observation_history(conn, bank_id)
-    rows = await reads.observations(conn, bank_id)
-    named = {fact for row in [*history_rows, *rows] for fact in _facts_named(row)}
-    positions = {row["id"]: (row["document_id"], row["fact_index"])
-                 for row in await reads.fact_places(conn, bank_id, only, list(named))}
-    return await asyncio.to_thread(_observation_entries, history_rows, rows, positions)
+async def _write_observations(
+    conn: asyncpg.Connection, bank_id: str, only: list[str] | None, writer: ArchiveWriter,
+) -> None:
+    """The bank's observations with their history, their sources named by the places of the facts,
+    OBSERVATION_BATCH at a time: each batch's history and the places of the facts it names are read
+    with it, and its entries built and written on a thread while the next is read. Read and held at
+    once, 50,000 observations stalled the event loop for up to 0.17 s as their rows were decoded, and
+    the entries held (millions of small objects) made each full garbage collection longer as they grew."""
+    async with _WriteAhead() as writes:
+        async for rows in reads.observation_batches(conn, bank_id, OBSERVATION_BATCH):
+            history_rows = await reads.observation_history(conn, bank_id, [row["id"] for row in rows])
+            named = await asyncio.to_thread(_facts_named, [*history_rows, *rows])
+            places = await reads.fact_places(conn, bank_id, only, named)
+            await writes.submit(_add_observations, writer, history_rows, rows, places)
 
 
-def _facts_named(row: Any) -> list[uuid.UUID]:
-    """The facts an observation (or one of its past versions) names: its sources and its evidence."""
-    quoted = [uuid.UUID(item["fact_id"]) for item in row["evidence"] or [] if item.get("fact_id")]
-    return [*row["source_memory_ids"], *quoted]
+def _add_observations(writer: ArchiveWriter, history_rows: list[Any], rows: list[Any], places: list[Any]) -> None:
+    writer.add_observations(_observation_entries(history_rows, rows, places))
 
 
-def _observation_entries(history_rows: list[Any], rows: list[Any], positions: Position) -> list[dict[str, Any]]:
+def _facts_named(rows: list[Any]) -> list[uuid.UUID]:
+    """The facts the observations (or their past versions) name: their sources and their evidence."""
+    named: set[uuid.UUID] = set()
+    for row in rows:
+        named.update(row["source_memory_ids"])
+        named.update(uuid.UUID(item["fact_id"]) for item in row["evidence"] or [] if item.get("fact_id"))
+    return list(named)
+
+
+def _observation_entries(history_rows: list[Any], rows: list[Any], places: list[Any]) -> list[dict[str, Any]]:
+    positions = {place["id"]: (place["document_id"], place["fact_index"]) for place in places}
     history: dict[uuid.UUID, list[dict[str, Any]]] = {}
     for row in history_rows:
         history.setdefault(row["observation_id"], []).append({
@@ -197,14 +211,14 @@ async def write_bank_archive(
     archive_type: str = "bank",
 ) -> dict[str, Any]:
     """The bank's archive through `writer`, finished; returns its manifest. Run in one repeatable-read
-    transaction (one snapshot). The documents are read DOCUMENT_BATCH at a time and the links
-    LINK_BATCH at a time, each built and written on a thread, so memory stays flat whatever the bank's
-    size (a 100,000-memory bank's documents and ~5 million links, held at once, took gigabytes) and
-    the server keeps answering meanwhile. The links and the observations name facts by their places,
-    which PostgreSQL computes (`reads.link_batches`, `reads.fact_places`); what stays in memory is the
-    observations (an archive holds them in one file) and the causal links. `progress(done, total)`:
-    steps done, of the documents, the batches of links (the links of a whole bank are counted with
-    those whose ends are observations, not archived) and one more step (the rest)."""
+    transaction (one snapshot). The documents are read DOCUMENT_BATCH at a time, the observations
+    OBSERVATION_BATCH and the links LINK_BATCH at a time, each batch built and written on a thread, so
+    memory stays flat whatever the bank's size (a 100,000-memory bank's documents and ~5 million
+    links, held at once, took gigabytes) and the server keeps answering meanwhile. The links and the
+    observations name facts by their places, which PostgreSQL computes (`reads.link_lines`,
+    `reads.fact_places`); what stays in memory is the causal links (a fact's causes travel with it).
+    `progress(done, total)`: steps done, of the documents, the batches of links (the links of a whole
+    bank are counted with those whose ends are observations, not archived) and one more step (the rest)."""
     bank = await get_bank(conn, bank_id)
     if bank is None:
         raise BankNotFound(bank_id)
@@ -231,7 +245,8 @@ async def write_bank_archive(
             counts["attachment_count"] += written[1]
             await progress(counts["document_count"], total)
         if include_observations:
-            archive.observations = await _observations(conn, bank_id, document_ids)
+            await _write_observations(conn, bank_id, document_ids, writer)
+            counts["observation_count"] = writer.observations_written
     archive.tables = await _bank_config_tables(conn, bank_id) if include_bank_config else {}
     await asyncio.to_thread(writer.write_tables, archive)
     if include_data:
@@ -250,20 +265,40 @@ async def _write_links(
     progress: Callable[[int], Awaitable[None]],
 ) -> None:
     """The links, a batch written on a thread while PostgreSQL reads the next (on one core in turn,
-    5.15 million links took ~24 s; the two overlap). `progress(batches)` after each batch written."""
-    writing: asyncio.Future[None] | None = None
-    batches = 0
-    try:
+    5.15 million links took ~24 s). `progress(batches)` after each batch written."""
+    submitted = 0
+    async with _WriteAhead() as writes:
         async for lines in reads.link_lines(conn, bank_id, only, LINK_BATCH):
-            if writing is not None:
-                await writing
-                batches += 1
-                await progress(batches)
-            writing = asyncio.ensure_future(asyncio.to_thread(writer.add_link_lines, lines))
-    except BaseException:
-        if writing is not None:  # the writer is not left writing past a failed read
-            await asyncio.gather(writing, return_exceptions=True)
-        raise
-    if writing is not None:
-        await writing
-        await progress(batches + 1)
+            await writes.submit(writer.add_link_lines, lines)
+            submitted += 1
+            if submitted > 1:  # the batch before is written
+                await progress(submitted - 1)
+    if submitted:
+        await progress(submitted)
+
+
+class _WriteAhead:
+    """One write at a time on a thread while the event loop reads the next batch: `submit` waits for
+    the write before, leaving the context for the last. A failed read waits for the write in flight,
+    so the writer is never left writing past the export's end."""
+
+    def __init__(self) -> None:
+        self._pending: asyncio.Future[None] | None = None
+
+    async def submit(self, write: Callable[..., None], *args: Any) -> None:
+        await self._finish_pending()
+        self._pending = asyncio.ensure_future(asyncio.to_thread(write, *args))
+
+    async def _finish_pending(self) -> None:
+        pending, self._pending = self._pending, None
+        if pending is not None:
+            await pending
+
+    async def __aenter__(self) -> _WriteAhead:
+        return self
+
+    async def __aexit__(self, kind: type[BaseException] | None, *_: object) -> None:
+        if kind is None:
+            await self._finish_pending()
+        elif self._pending is not None:
+            await asyncio.gather(self._pending, return_exceptions=True)
