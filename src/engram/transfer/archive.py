@@ -80,6 +80,35 @@ def _json(zf: zipfile.ZipFile, name: str, default: Any) -> Any:
         raise InvalidInput("file", f"{name} in the archive is not JSON: {exc}") from None
 
 
+def _json_array(zf: zipfile.ZipFile, name: str) -> Any:
+    """An entry holding a JSON array (`observations.json`). As Engram writes it, an item a line, it is
+    parsed a line at a time: `json.loads` holds the GIL for as long as it parses, and 50,000
+    observations (33 MB) parsed at once held every other thread, the event loop's too, for 0.4–0.6 s.
+    Otherwise (Hindsight's archives, older Engram's) it is parsed whole."""
+    try:
+        info = zf.getinfo(name)
+    except KeyError:
+        return []
+    with zf.open(info) as raw:
+        lines = io.TextIOWrapper(raw, encoding="utf-8")
+        first, second = lines.readline(), lines.readline()
+        if not _an_item_a_line(first, second):
+            try:
+                return json.loads(first + second + lines.read())
+            except ValueError as exc:
+                raise InvalidInput("file", f"{name} in the archive is not JSON: {exc}") from None
+        items = []
+        for number, line in enumerate(itertools.chain([second], lines), 2):
+            line = line.strip().rstrip(",")
+            if line in ("", "]"):
+                continue
+            try:
+                items.append(json.loads(line))
+            except ValueError as exc:
+                raise InvalidInput("file", f"{name} in the archive, line {number}, is not JSON: {exc}") from None
+        return items
+
+
 def _streamed(name: str) -> bool:
     """Whether the entry is read alone or in parts (not held with the rest): a document, links.json."""
     return name == "links.json" or (name.startswith("documents/") and name.endswith(".json"))
@@ -132,7 +161,7 @@ def read_archive(source: bytes | IO[bytes], *, check_documents: bool = True) -> 
             manifest=manifest,
             banks=_json(zf, "banks.json", []),
             documents=documents,
-            observations=_json(zf, "observations.json", []),
+            observations=_json_array(zf, "observations.json"),
             tables={name: _json(zf, f"{name}.json", []) for name in TABLE_FILES},
             attachments=attachments,
             links=LinksEntry(file) if "links.json" in zf.namelist() else None,
@@ -159,8 +188,8 @@ class DocumentsEntry:
                 yield document
 
 
-def _a_link_a_line(first: str, second: str) -> bool:
-    """Whether links.json is as Engram writes it: `[`, then each link whole on a line of its own."""
+def _an_item_a_line(first: str, second: str) -> bool:
+    """Whether a JSON array entry is as Engram writes it: `[`, then each item whole on a line of its own."""
     item = second.strip().rstrip(",")
     return first.strip() == "[" and (item in ("", "]") or (item.startswith("{") and item.endswith("}")))
 
@@ -177,7 +206,7 @@ class LinksEntry:
         with zipfile.ZipFile(self._archive) as zf, zf.open("links.json") as raw:
             lines = io.TextIOWrapper(raw, encoding="utf-8")
             first, second = lines.readline(MAX_LINK_LINE_CHARS + 1), lines.readline(MAX_LINK_LINE_CHARS + 1)
-            if not _a_link_a_line(first, second):
+            if not _an_item_a_line(first, second):
                 if zf.getinfo("links.json").file_size > MAX_UNCOMPRESSED_BYTES:
                     raise InvalidInput("file", "links.json in the archive is not one link a line and inflates to"
                                                f" more than {MAX_UNCOMPRESSED_BYTES} bytes")
