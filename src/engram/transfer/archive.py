@@ -97,16 +97,22 @@ def _json_array(zf: zipfile.ZipFile, name: str) -> Any:
                 return json.loads(first + second + lines.read())
             except ValueError as exc:
                 raise InvalidInput("file", f"{name} in the archive is not JSON: {exc}") from None
-        items = []
-        for number, line in enumerate(itertools.chain([second], lines), 2):
-            line = line.strip().rstrip(",")
-            if line in ("", "]"):
-                continue
-            try:
-                items.append(json.loads(line))
-            except ValueError as exc:
-                raise InvalidInput("file", f"{name} in the archive, line {number}, is not JSON: {exc}") from None
-        return items
+        return list(_parsed_lines(name, second, lines))
+
+
+def _parsed_lines(name: str, second: str, following: Iterable[str], max_chars: int | None = None) -> Iterator[Any]:
+    """The items of an entry written an item a line (`_an_item_a_line`), from its second line on, each
+    parsed alone. A line that is not JSON, or (with `max_chars`) is longer, is refused by its number."""
+    for number, line in enumerate(itertools.chain([second], following), 2):
+        if max_chars is not None and len(line) > max_chars and not line.endswith("\n"):
+            raise InvalidInput("file", f"{name} in the archive, line {number}, is longer than {max_chars} characters")
+        line = line.strip().rstrip(",")
+        if line in ("", "]"):
+            continue
+        try:
+            yield json.loads(line)
+        except ValueError as exc:
+            raise InvalidInput("file", f"{name} in the archive, line {number}, is not JSON: {exc}") from None
 
 
 def _streamed(name: str) -> bool:
@@ -215,18 +221,8 @@ class LinksEntry:
                 return
             batch: list[dict[str, Any]] = []
             following = iter(lambda: lines.readline(MAX_LINK_LINE_CHARS + 1), "")
-            for number, line in enumerate(itertools.chain([second], following), 2):
-                if len(line) > MAX_LINK_LINE_CHARS and not line.endswith("\n"):
-                    raise InvalidInput("file", f"links.json in the archive, line {number}, is longer than"
-                                               f" {MAX_LINK_LINE_CHARS} characters")
-                line = line.strip().rstrip(",")
-                if line in ("", "]"):
-                    continue
-                try:
-                    batch.append(json.loads(line))
-                except ValueError as exc:
-                    reason = f"links.json in the archive, line {number}, is not JSON: {exc}"
-                    raise InvalidInput("file", reason) from None
+            for link in _parsed_lines("links.json", second, following, MAX_LINK_LINE_CHARS):
+                batch.append(link)
                 if len(batch) == size:
                     yield batch
                     batch = []
