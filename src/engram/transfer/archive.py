@@ -25,6 +25,7 @@ from datetime import UTC, datetime
 from typing import IO, Any
 
 from engram.errors import InvalidInput
+from engram.transfer.zip_directory import compact_directory
 
 SCHEMA_VERSION = 1
 # Refused before anything is inflated, against ZIP bombs. The entries held in memory while an archive
@@ -276,7 +277,7 @@ class ArchiveWriter:
     needs to be in memory at once. Synchronous: callers run it off the event loop."""
 
     def __init__(self, file: IO[bytes]) -> None:
-        self._zf = zipfile.ZipFile(file, "w", zipfile.ZIP_DEFLATED)
+        self._zf = compact_directory(zipfile.ZipFile(file, "w", zipfile.ZIP_DEFLATED))  # an entry a document
         self._documents = 0
         self._attachments: list[dict[str, Any]] = []
         self._observations: _JsonArray | None = None
