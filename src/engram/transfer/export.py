@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import math
 import uuid
 from collections.abc import Awaitable, Callable
 from datetime import datetime
@@ -229,7 +230,7 @@ async def write_bank_archive(
     total = 1
     if include_data:
         links = await reads.link_count(conn, bank_id, document_ids)
-        total += await reads.document_count(conn, bank_id, document_ids) + -(-links // LINK_BATCH)
+        total += await reads.document_count(conn, bank_id, document_ids) + math.ceil(links / LINK_BATCH)
     await progress(0, total)
     if include_data:
         causes: dict[uuid.UUID, list[uuid.UUID]] = {}
