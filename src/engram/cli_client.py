@@ -109,8 +109,10 @@ def _confirmed(args: argparse.Namespace, what: str) -> None:
 
 
 def cmd_bank_delete(args: argparse.Namespace) -> int:
+    from engram.cli_removal import delete_bank_with_progress
+
     _confirmed(args, f"deleting bank {args.bank} and all its memories")
-    Client(args).request("DELETE", bank_path(args.bank))
+    delete_bank_with_progress(Client(args), args.bank)
     print(f"deleted bank {args.bank}")
     return 0
 
@@ -270,7 +272,8 @@ def _bank_commands(sub: Any, common: argparse.ArgumentParser) -> None:
     del banks
     bank = sub.add_parser("bank", help="manage one bank (delete)", description="Manage one bank.")
     bank_sub = bank.add_subparsers(dest="action", required=True, metavar="ACTION")
-    delete = add_command(bank_sub, common, "delete", cmd_bank_delete, summary="delete a bank and everything in it",
+    delete = add_command(bank_sub, common, "delete", cmd_bank_delete,
+                         summary="delete a bank and everything in it, with progress",
                          example="engram bank delete old-bank --yes")
     _bank(delete)
     delete.add_argument("--yes", action="store_true", help="do not ask for confirmation")

@@ -52,12 +52,16 @@ class Client:
         key = getattr(args, "api_key", None) or os.environ.get("ENGRAM_API_KEY")
         self.headers = {"Authorization": f"Bearer {key}"} if key else {}
 
-    def request(self, method: str, path: str, body: Any = None, params: dict[str, Any] | None = None) -> Any:
+    def request(
+        self, method: str, path: str, body: Any = None, params: dict[str, Any] | None = None,
+        timeout: float | None = 600,
+    ) -> Any:
+        """`timeout`: seconds, or None for a call that takes as long as the work (a bank delete)."""
         import httpx
 
         try:
             response = httpx.request(method, self.url + path, json=body, params=params, headers=self.headers,
-                                     timeout=600)
+                                     timeout=timeout)
         except httpx.HTTPError as exc:
             raise UserError(f"cannot reach the Engram server at {self.url} ({exc}): start it with `engram serve`, "
                             "or point --url / ENGRAM_URL at it") from None

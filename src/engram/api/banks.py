@@ -9,11 +9,12 @@ from fastapi import APIRouter, Body, Depends, Query, Request
 from engram.api.auth import bank_access
 from engram.api.deps import require_bank, services
 from engram.bank_config import invalid_overrides, resolve_config, validate_updates
-from engram.errors import BankNotFound
+from engram.errors import BankNotFound, NotFound
 from engram.recall.rows import iso
 from engram.services import Services
 from engram.store import aliases as alias_store
 from engram.store import banks as store
+from engram.store.bank_removals import removal_progress, removal_under_way
 from engram.types import (
     BankConfigResponse,
     BankConfigUpdate,
@@ -114,11 +115,24 @@ async def create_or_update_bank(
 
 @router.delete("/{bank_id}", response_model=DeleteResponse)
 async def delete_bank(bank_id: str, svc: Services = Depends(services)) -> DeleteResponse:
-    deleted = await store.delete_bank(svc.pool, bank_id)
+    async with removal_progress(svc.pool, bank_id, "delete") as progress:
+        deleted = await store.delete_bank(svc.pool, bank_id, progress=progress)
     svc.link_counts.forget(bank_id)
     if not deleted:
         raise BankNotFound(bank_id)
     return DeleteResponse(success=True, message=f"bank '{bank_id}' deleted")
+
+
+@router.get("/{bank_id}/removal")
+async def bank_removal(bank_id: str, svc: Services = Depends(services)) -> dict[str, Any]:
+    """Engram's: how far the bank's whole clear (`DELETE …/memories`) or delete under way has gone, in
+    facts deleted of the facts there were; 404 when none is. Both answer only once done (one
+    transaction), ~30 min at 10 M memories."""
+    row = await removal_under_way(svc.pool, bank_id)
+    if row is None:
+        raise NotFound(f"no clear or delete of bank '{bank_id}' is under way")
+    return {"bank_id": bank_id, "action": row["action"], "fact_type": row["fact_type"], "done": row["done"],
+            "total": row["total"], "started_at": iso(row["started_at"]), "updated_at": iso(row["updated_at"])}
 
 
 async def _config_response(svc: Services, bank_id: str) -> BankConfigResponse:

@@ -19,6 +19,7 @@ from engram.retain.prepare import prepare_items
 from engram.services import Services
 from engram.store import memories as store
 from engram.store import operations as ops
+from engram.store.bank_removals import removal_progress
 from engram.store.banks import ensure_bank
 from engram.types import (
     DeleteResponse,
@@ -140,7 +141,8 @@ async def clear_memories(
 ) -> DeleteResponse:
     one_of(type, choices.FACT_TYPES, "type")
     await require_bank(svc, bank_id)
-    deleted = await store.clear_units(svc.pool, bank_id, type)
+    async with removal_progress(svc.pool, bank_id, "clear", type) as progress:  # GET …/removal follows it
+        deleted = await store.clear_units(svc.pool, bank_id, type, progress)
     svc.link_counts.forget(bank_id)
     return DeleteResponse(success=True, message=f"deleted {deleted} memories", deleted_count=deleted)
 

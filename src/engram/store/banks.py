@@ -6,6 +6,7 @@ from typing import Any
 
 import asyncpg
 
+from engram.store.bank_removals import Progress
 from engram.store.memories import delete_bank_memories
 from engram.store.sql import like_pattern
 from engram.store.tx import Conn, transaction
@@ -58,10 +59,11 @@ async def set_config_overrides(conn: Conn, bank_id: str, overrides: dict[str, An
     )
 
 
-async def delete_bank(conn: Conn, bank_id: str) -> bool:
+async def delete_bank(conn: Conn, bank_id: str, progress: Progress | None = None) -> bool:
     async with transaction(conn) as tx:
         await tx.execute("DELETE FROM async_operations WHERE bank_id = $1", bank_id)
-        await delete_bank_memories(tx, bank_id)  # what the bank's cascade would remove row by row
+        # what the bank's cascade would remove row by row
+        await delete_bank_memories(tx, bank_id, progress=progress)
         status = await tx.execute("DELETE FROM banks WHERE bank_id = $1", bank_id)
         # Not a foreign key: the facts' delete trigger writes their negative counts, so a key's
         # cascade would have to run after it. Its trigger skips a deleted bank; the rows all go here.

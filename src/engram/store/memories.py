@@ -11,6 +11,7 @@ from typing import Any
 
 import asyncpg
 
+from engram.store.bank_removals import Progress
 from engram.store.consolidation_status import STATUS_COLUMNS, STATUS_JOIN
 from engram.store.entities import recount_entities, refresh_entity_counts
 from engram.store.observations import forget_sources, reset_sources
@@ -187,30 +188,39 @@ async def delete_units_where(conn: asyncpg.Connection, where_sql: str, *args: An
 BANK_DELETE_CHUNK = 20_000
 
 
-async def delete_bank_memories(conn: asyncpg.Connection, bank_id: str, *, chunk: int = BANK_DELETE_CHUNK) -> int:
+async def delete_bank_memories(
+    conn: asyncpg.Connection, bank_id: str, *, chunk: int | None = None, progress: Progress | None = None,
+) -> int:
     """Delete all of a bank's facts, documents and entities; returns the number of facts. Runs in the
-    caller's transaction, so it is all or nothing.
+    caller's transaction, so it is all or nothing. `progress(facts deleted so far)` after each chunk
+    (of documents too, with the same count: `bank_removals` then knows the delete is still going).
 
     The order matters at scale: the keyword postings go by bank first, and each chunk's links go by
     their facts before the facts do, rather than through the facts' triggers (a join per removed
     fact). The facts go before their documents, whose cascade would remove them one by one, each
     removal firing the facts' statement triggers again. The chunks come from cursors, which read the
     bank's ids once, as they were when the delete began."""
+    chunk = chunk or BANK_DELETE_CHUNK
     await conn.execute("DELETE FROM keyword_postings WHERE bank_id = $1", bank_id)
     facts = 0
     async for ids in _chunks_of(conn, chunk, "SELECT id FROM memory_units WHERE bank_id = $1", bank_id):
         facts += await _delete_facts(conn, ids)
-        _log_progress(bank_id, "facts", facts, chunk)
+        await _report(progress, bank_id, "facts", facts, chunk)
     async for ids in _chunks_of(conn, chunk, "SELECT id FROM documents WHERE bank_id = $1", bank_id):
         await conn.execute("DELETE FROM documents WHERE bank_id = $1 AND id = ANY($2::text[])", bank_id, ids)
+        if progress is not None:
+            await progress(facts)
     await conn.execute("DELETE FROM entities WHERE bank_id = $1", bank_id)
     return facts
 
 
-def _log_progress(bank_id: str, what: str, done: int, chunk: int) -> None:
-    """A bank big enough to take several statements shows its progress in the log, a line a chunk."""
+async def _report(progress: Progress | None, bank_id: str, what: str, done: int, chunk: int) -> None:
+    """A chunk deleted: to `progress` (`bank_removals`), and to the log when the bank is big enough to
+    take several statements."""
     if done >= chunk:
         log.info("bank %r: %d %s deleted so far (not committed yet)", bank_id, done, what)
+    if progress is not None:
+        await progress(done)
 
 
 async def _chunks_of(conn: asyncpg.Connection, size: int, query: str, *args: Any) -> AsyncIterator[list[Any]]:
@@ -227,22 +237,24 @@ async def _delete_facts(conn: asyncpg.Connection, ids: list[uuid.UUID]) -> int:
     return int(status.split()[-1])
 
 
-async def clear_units(conn: Conn, bank_id: str, fact_type: str | None) -> int:
+async def clear_units(conn: Conn, bank_id: str, fact_type: str | None, progress: Progress | None = None) -> int:
     async with transaction(conn) as tx:
         if fact_type is None:
-            return await delete_bank_memories(tx, bank_id)
+            return await delete_bank_memories(tx, bank_id, progress=progress)
         if fact_type == "observation":
             return await clear_observations(tx, bank_id)
-        return await delete_facts_of_type(tx, bank_id, fact_type)
+        return await delete_facts_of_type(tx, bank_id, fact_type, progress=progress)
 
 
 async def delete_facts_of_type(
-    conn: asyncpg.Connection, bank_id: str, fact_type: str, *, chunk: int = BANK_DELETE_CHUNK
+    conn: asyncpg.Connection, bank_id: str, fact_type: str, *, chunk: int | None = None,
+    progress: Progress | None = None,
 ) -> int:
     """Delete all of a bank's world (or experience) facts, `chunk` per statement as in
     `delete_bank_memories`; returns their number. Observations built on a chunk's facts lose them as
     sources (those left with none go). The entities they mentioned are recounted once, at the end:
     per chunk, the same entities' pairs would be recounted again and again."""
+    chunk = chunk or BANK_DELETE_CHUNK
     mentioned: set[uuid.UUID] = set()
     facts = 0
     query = "SELECT id FROM memory_units WHERE bank_id = $1 AND fact_type = $2"
@@ -254,7 +266,7 @@ async def delete_facts_of_type(
         ))
         facts += await _delete_facts(conn, ids)
         await forget_sources(conn, bank_id, ids)
-        _log_progress(bank_id, f"{fact_type} facts", facts, chunk)
+        await _report(progress, bank_id, f"{fact_type} facts", facts, chunk)
     await recount_entities(conn, list(mentioned))
     return facts
 
