@@ -345,10 +345,24 @@ async def test_observations_exported_a_few_at_a_time_keep_their_sources_evidence
     histories = [o["history"] for o in archive.observations if o["history"]]
     assert [[(s["document_id"], s["fact_index"]) for s in h[0]["sources"]] for h in histories] == [[place[first]]]
 
-    await import_archive(services, archive, ImportOptions("restored"))
+    # imported a batch of observations at a time too (one here), each a step of the progress
+    monkeypatch.setattr(importer, "OBSERVATION_BATCH", 1)
+    steps = Steps()
+    result = await import_archive(services, archive, ImportOptions("restored"), steps)
+    assert (result["observations_imported"], result["observations_dropped"]) == (2, 0)
+    documents = len(archive.documents)
+    assert steps == [("importing", done, documents + 3) for done in [0, documents, documents + 1, documents + 2,
+                                                                     documents + 3]]
     expected = [tuple(r) for r in await conn.fetch(OBSERVATION_SOURCES, BANK)]
     assert len(expected) == 2
     assert [tuple(r) for r in await conn.fetch(OBSERVATION_SOURCES, "restored")] == expected
+    history = "SELECT text, reason FROM observation_history WHERE bank_id = $1"
+    assert [tuple(r) for r in await conn.fetch(history, "restored")] == [("an earlier version", "updated")]
+    distances = await conn.fetch(  # each re-embedded from its text, near the vector of the fact it was made from
+        """SELECT r.embedding <=> o.embedding AS distance FROM memory_units r JOIN memory_units o
+               ON o.bank_id = $1 AND o.fact_type = 'observation' AND o.text = r.text
+           WHERE r.bank_id = 'restored' AND r.fact_type = 'observation'""", BANK)
+    assert len(distances) == 2 and all(row["distance"] < 0.05 for row in distances), distances
 
 
 def _with_document_broken(data: bytes, name: str) -> bytes:

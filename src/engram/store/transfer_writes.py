@@ -12,9 +12,7 @@ from typing import Any
 
 import asyncpg
 
-
-def _vector(vector: Any) -> str:
-    return "[" + ",".join(f"{float(x):.6g}" for x in vector) + "]"
+from engram.store.pool import encode_vector
 
 
 @dataclass
@@ -84,15 +82,16 @@ async def insert_observations(conn: asyncpg.Connection, bank_id: str, rows: list
         INSERT INTO memory_units (id, bank_id, text, fact_type, embedding, tags, source_memory_ids, evidence,
                                   proof_count, occurred_start, occurred_end, mentioned_at, created_at,
                                   observation_scopes, token_count)
-        SELECT u.id, $1, u.text, 'observation', u.vec::vector, ARRAY(SELECT jsonb_array_elements_text(u.tags::jsonb)),
+        SELECT u.id, $1, u.text, 'observation', u.vec, ARRAY(SELECT jsonb_array_elements_text(u.tags::jsonb)),
                u.sources::uuid[], u.evidence::jsonb, u.proofs, u.os, u.oe, u.said, coalesce(u.created, now()),
                nullif(u.scopes, 'null')::jsonb, u.tokens
-        FROM unnest($2::uuid[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::int[],
+        FROM unnest($2::uuid[], $3::text[], $4::vector[], $5::text[], $6::text[], $7::text[], $8::int[],
                     $9::timestamptz[], $10::timestamptz[], $11::timestamptz[], $12::timestamptz[], $13::text[],
                     $14::int[])
              AS u(id, text, vec, tags, sources, evidence, proofs, os, oe, said, created, scopes, tokens)
         """,
-        bank_id, [r.id for r in rows], [r.text for r in rows], [_vector(r.vector) for r in rows],
+        # the vectors in pgvector's binary form: as text, formatting took ~0.1 ms each on the event loop
+        bank_id, [r.id for r in rows], [r.text for r in rows], [encode_vector(r.vector) for r in rows],
         [json.dumps(r.tags) for r in rows], ["{" + ",".join(str(s) for s in r.sources) + "}" for r in rows],
         [json.dumps(r.evidence) for r in rows], [r.proof_count for r in rows], [r.occurred_start for r in rows],
         [r.occurred_end for r in rows], [r.mentioned_at for r in rows], [r.created_at for r in rows],
@@ -141,7 +140,7 @@ async def insert_mental_model(conn: asyncpg.Connection, bank_id: str, row: dict[
             last_refreshed_at = excluded.last_refreshed_at, updated_at = now()
         """,
         bank_id, row["id"], row["name"], row["source_query"], row.get("content"), row.get("tags") or [],
-        row.get("max_tokens") or 2048, row.get("trigger") or {}, _vector(vector), row.get("reflect_response"),
+        row.get("max_tokens") or 2048, row.get("trigger") or {}, vector, row.get("reflect_response"),
         row.get("last_refreshed_at"), row.get("last_memory_seen_at"), row.get("last_refresh_failed_at"),
         row.get("last_refresh_error"), row.get("created_at"),
     )

@@ -7,6 +7,7 @@ batch at a time (`import_documents`), the progress counting them."""
 from __future__ import annotations
 
 import asyncio
+import math
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -39,6 +40,7 @@ CONFLICTS = ("skip", "replace", "new-id")
 # such as Hindsight's, or a merge): ~1.8 ms a fact through the vector index at 100,000, so all of a
 # ~170,000-fact archive in one statement would meet the 300 s command timeout.
 LINK_REBUILD_BATCH = 10_000
+OBSERVATION_BATCH = 1_000  # observations embedded and inserted per step
 
 
 @dataclass
@@ -65,17 +67,40 @@ class _Observations:
     dropped: int = 0
 
 
-def _observations(archive: Archive, places: FactPlaces) -> _Observations:
+@dataclass
+class ObservationCounts:
+    imported: int = 0
+    dropped: int = 0
+
+
+def _observations(observations: list[dict[str, Any]], places: FactPlaces) -> _Observations:
     """The observations whose sources arrived, embedded (run on a thread)."""
     from engram.models.embedder import embedder
     from engram.models.tokens import count_tokens_batch
 
-    kept, history, dropped = rows.observation_rows(archive.observations, places)
+    kept, history, dropped = rows.observation_rows(observations, places)
     if kept:
         texts = [o.text for o in kept]
         for obs, vector, tokens in zip(kept, embedder().embed(texts), count_tokens_batch(texts), strict=True):
             obs.vector, obs.token_count = vector, tokens
     return _Observations(kept, history, dropped)
+
+
+async def _write_observations(
+    conn: Any, bank_id: str, archive: Archive, places: FactPlaces, step: Callable[[], Awaitable[None]],
+) -> ObservationCounts:
+    """The observations OBSERVATION_BATCH at a time: made into rows and embedded on a thread, then
+    inserted with their history; `step()` after each batch. All at once, 50,000 observations were
+    ~75 MB of vectors, ~250 MB of their text in one statement, and a minute with no progress."""
+    counts = ObservationCounts()
+    for batch in in_batches(archive.observations, OBSERVATION_BATCH):
+        part = await asyncio.to_thread(_observations, batch, places)
+        await tw.insert_observations(conn, bank_id, part.rows)
+        await tw.insert_observation_history(conn, bank_id, part.history)
+        counts.imported += len(part.rows)
+        counts.dropped += part.dropped
+        await step()
+    return counts
 
 
 async def _merge_targets(
@@ -96,13 +121,13 @@ async def _merge_targets(
     return mapping, replaced
 
 
-def _summary(archive: Archive, options: ImportOptions, written: Written, observations: _Observations,
+def _summary(archive: Archive, options: ImportOptions, written: Written, observations: ObservationCounts,
              models: list[Any], dropped: list[str]) -> dict[str, Any]:
     return {
         "bank_id": options.target_bank_id, "source_bank_id": archive.source_bank_id, "mode": options.mode,
         "documents_imported": written.documents, "documents_skipped": written.skipped,
         "documents_replaced": written.replaced, "facts_imported": written.facts, "chunks_imported": written.chunks,
-        "observations_imported": len(observations.rows), "observations_dropped": observations.dropped,
+        "observations_imported": observations.imported, "observations_dropped": observations.dropped,
         "mental_models_imported": len(models),
         "directives_imported": len(rows.directives(archive)) if options.include_bank_config else 0,
         "attachments_imported": written.attachments,
@@ -125,7 +150,9 @@ async def import_archive(
     # a restore creates the bank: every document keeps its id
     merge = options.mode != "restore" and options.include_data
     mapping, replace = await _merge_targets(services, archive, options) if merge else (None, set())
-    total = (len(archive.documents) if options.include_data else 0) + 1  # the last step: observations, links
+    # a step a batch of documents, then (after the links) a step a batch of observations, and the rest
+    total = (len(archive.documents) + math.ceil(len(archive.observations) / OBSERVATION_BATCH)
+             if options.include_data else 0) + 1
     written = Written()
     async with transaction(services.pool) as conn:
         # first, before the bank's row: the retains in flight finish, the next ones wait for this one
@@ -133,12 +160,17 @@ async def import_archive(
         profile = rows.bank_profile(archive) if with_config else {}
         await upsert_bank(conn, bank_id, name=profile.get("name"), mission=profile.get("mission"),
                           background=profile.get("background"), config_updates=config)
-        observations = _Observations()
+        observations = ObservationCounts()
         if options.include_data:
             await _write_data(conn, bank_id, archive, options, mapping, replace, written, progress, total)
-            observations = await asyncio.to_thread(_observations, archive, written.places)
-            await tw.insert_observations(conn, bank_id, observations.rows)
-            await tw.insert_observation_history(conn, bank_id, observations.history)
+            done = [len(archive.documents)]
+
+            async def step() -> None:
+                done[0] += 1
+                if progress is not None:
+                    await progress("importing", min(done[0], total - 1), total)
+
+            observations = await _write_observations(conn, bank_id, archive, written.places, step)
         for model, vector in zip(models, model_vectors):
             await tw.insert_mental_model(conn, bank_id, model, vector)
         if with_config:
