@@ -26,9 +26,10 @@ async def removal_progress(
 ) -> AsyncIterator[Progress]:
     """Registers the removal with the number of facts it will delete, yields the callback the delete
     calls with the facts deleted so far, and removes the row when the block ends, however it ends."""
-    where = "" if fact_type is None else " AND fact_type = $2"
-    total = await pool.fetchval(f"SELECT count(*) FROM memory_units WHERE bank_id = $1{where}",
-                                bank_id, *([fact_type] if fact_type else []))
+    total = await pool.fetchval(
+        "SELECT count(*) FROM memory_units WHERE bank_id = $1 AND ($2::text IS NULL OR fact_type = $2)",
+        bank_id, fact_type,
+    )
     await pool.execute(
         """INSERT INTO bank_removals (bank_id, action, fact_type, total) VALUES ($1, $2, $3, $4)
            ON CONFLICT (bank_id) DO UPDATE SET action = $2, fact_type = $3, done = 0, total = $4,

@@ -75,6 +75,11 @@ def _json(zf: zipfile.ZipFile, name: str, default: Any) -> Any:
         raw = zf.read(name)
     except KeyError:
         return default
+    return _parsed(name, raw)
+
+
+def _parsed(name: str, raw: str | bytes) -> Any:
+    """An entry's JSON, parsed whole; not JSON, it refuses the archive naming the entry."""
     try:
         return json.loads(raw)
     except ValueError as exc:
@@ -94,10 +99,7 @@ def _json_array(zf: zipfile.ZipFile, name: str) -> Any:
         lines = io.TextIOWrapper(raw, encoding="utf-8")
         first, second = lines.readline(), lines.readline()
         if not _an_item_a_line(first, second):
-            try:
-                return json.loads(first + second + lines.read())
-            except ValueError as exc:
-                raise InvalidInput("file", f"{name} in the archive is not JSON: {exc}") from None
+            return _parsed(name, first + second + lines.read())
         return list(_parsed_lines(name, second, lines))
 
 
