@@ -264,6 +264,19 @@ def test_bad_archives_taken_banks_and_deprecated_routes(http: httpx.Client, bank
     bad = http.post(f"/v1/default/banks/{bank_id}/transfer/import", files={"file": ("x.zip", no_manifest.getvalue())})
     assert bad.status_code == 400 and "manifest" in bad.json()["detail"]
     data = export_archive(http, bank_id)
+    # an observation the import could not read: refused at the upload, naming it, not failed later
+    broken = io.BytesIO()
+    with zipfile.ZipFile(io.BytesIO(data)) as source, zipfile.ZipFile(broken, "w") as zf:
+        for name in source.namelist():
+            text = source.read(name)
+            if name == "observations.json":
+                text = b'[\n{"text": "Zoe drinks tea.", "sources": []},\n{"sources": []}\n]\n'
+            zf.writestr(name, text)
+    bad = http.post(f"/v1/default/banks/{bank_id}/transfer/import", params={"target_bank_id": f"{bank_id}-b"},
+                    files={"file": ("x.zip", broken.getvalue())})
+    assert bad.status_code == 400 and bad.json()["field"] == "file"
+    assert bad.json()["detail"] == "file: observation 2 in observations.json has no text"
+    assert f"{bank_id}-b" not in [b["bank_id"] for b in http.get("/v1/default/banks").json()["banks"]]
     taken = http.post(f"/v1/default/banks/{bank_id}/transfer/import", params={"target_bank_id": bank_id},
                       files={"file": ("x.zip", data)})
     assert taken.status_code == 409

@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import asyncio
 import io
+import math
 import tempfile
 import zipfile
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 import asyncpg
@@ -24,7 +25,7 @@ from engram.api.app import close_services, open_services
 from engram.errors import InvalidInput
 from engram.services import Services
 from engram.settings import Settings
-from engram.store import writer_locks
+from engram.store import transfer_writes, writer_locks
 from engram.transfer import export, handlers, import_documents, importer
 from engram.transfer.archive import Archive, read_archive
 from engram.transfer.importer import ImportOptions, import_archive
@@ -205,7 +206,8 @@ async def test_an_import_holds_one_lock_however_many_documents_and_names_it_writ
     locks = AdvisoryLocksSeen(conn)
     options = ImportOptions("target", mode=mode, document_conflict="replace")
     assert (await import_archive(services, archive, options, locks))["documents_imported"] == 4
-    assert locks == [1, 1, 1, 0], "the writers lock alone, until the import commits"
+    # reported after each batch of documents (3 and 1), after the links (one batch), and at the end
+    assert locks == [1, 1, 1, 1, 0], "the writers lock alone, until the import commits"
 
 
 async def test_an_import_waits_for_the_retains_in_flight_and_holds_the_next(
@@ -301,9 +303,21 @@ async def test_a_restore_links_the_facts_at_each_links_places_and_sources_its_ob
     monkeypatch.setattr(importer, "LINK_BATCH", 2)
     archive = await exported(services, BANK)
     assert max(len(document["facts"]) for document in archive.documents) == 3
-    assert (await import_archive(services, archive, ImportOptions("restored")))["observations_dropped"] == 0
+    steps = Steps()
+    assert (await import_archive(services, archive, ImportOptions("restored"), steps))["observations_dropped"] == 0
     original = [tuple(r) for r in await conn.fetch(LINKS_BY_TEXT, BANK)]
     assert len(original) > 10
+    # the manifest counts the archive's links (those between facts), and each batch is a step
+    links = archive.manifest["link_count"]
+    assert links == len(list(archive.links or [])) and links > 10
+    documents, batches = len(archive.documents), math.ceil(links / 2)
+    total = documents + batches + 2  # and one batch of observations, and the rest
+    assert steps == [("importing", done, total) for done in [0, documents, *range(documents + 1, total + 1)]]
+    for older in (None, "many"):  # an archive from before `link_count`, or with no count there: its lines counted
+        archive.manifest["link_count"] = older
+        again = Steps()
+        await import_archive(services, archive, ImportOptions(f"restored-{older}"), again)
+        assert again == steps
     assert [tuple(r) for r in await conn.fetch(LINKS_BY_TEXT, "restored")] == original
     expected = [tuple(r) for r in await conn.fetch(OBSERVATION_SOURCES, BANK)]
     assert len(expected) == 1 and expected[0][2] is not None
@@ -345,14 +359,31 @@ async def test_observations_exported_a_few_at_a_time_keep_their_sources_evidence
     histories = [o["history"] for o in archive.observations if o["history"]]
     assert [[(s["document_id"], s["fact_index"]) for s in h[0]["sources"]] for h in histories] == [[place[first]]]
 
-    # imported a batch of observations at a time too (one here), each a step of the progress
+    # imported a batch of observations at a time too (one here), each read from the archive only when
+    # the one before is in, and a step of the progress
     monkeypatch.setattr(importer, "OBSERVATION_BATCH", 1)
+    read, read_at_insert = [], []
+    archived = archive.observations.batches
+
+    def reading(size: int) -> Iterator[list[dict[str, Any]]]:
+        for batch in archived(size):
+            read.extend(batch)
+            yield batch
+
+    async def inserting(conn: Any, bank_id: str, rows: list[Any]) -> None:
+        read_at_insert.append(len(read))
+        await insert_observations(conn, bank_id, rows)
+
+    insert_observations = transfer_writes.insert_observations
+    monkeypatch.setattr(archive.observations, "batches", reading)
+    monkeypatch.setattr(transfer_writes, "insert_observations", inserting)
     steps = Steps()
     result = await import_archive(services, archive, ImportOptions("restored"), steps)
     assert (result["observations_imported"], result["observations_dropped"]) == (2, 0)
+    assert read_at_insert == [1, 2], "never all the archive's observations read at once"
     documents = len(archive.documents)
-    assert steps == [("importing", done, documents + 3) for done in [0, documents, documents + 1, documents + 2,
-                                                                     documents + 3]]
+    assert steps == [("importing", done, documents + 4)  # the links' one batch, then each observation
+                     for done in [0, documents, documents + 1, documents + 2, documents + 3, documents + 4]]
     expected = [tuple(r) for r in await conn.fetch(OBSERVATION_SOURCES, BANK)]
     assert len(expected) == 2
     assert [tuple(r) for r in await conn.fetch(OBSERVATION_SOURCES, "restored")] == expected
@@ -384,7 +415,7 @@ async def test_an_import_reads_its_documents_a_batch_at_a_time_and_lands_whole_o
     data = await exported_bytes(services, BANK)
     steps = Steps()
     await import_archive(services, read_archive(data), ImportOptions("restored"), steps)
-    assert steps == [("importing", 0, 5), ("importing", 3, 5), ("importing", 4, 5), ("importing", 5, 5)]
+    assert steps == [("importing", done, 6) for done in (0, 3, 4, 5, 6)]  # 3 documents, 1, the links, the rest
 
     broken = _with_document_broken(data, "documents/000003.json")
     with pytest.raises(InvalidInput, match="documents/000003.json in the archive has no document id"):
@@ -405,7 +436,12 @@ async def test_links_rebuilt_a_fact_per_statement_are_the_links_rebuilt_at_once(
     archive.links = None
     await import_archive(services, archive, ImportOptions("at-once"))
     monkeypatch.setattr(importer, "LINK_REBUILD_BATCH", 1)
-    await import_archive(services, archive, ImportOptions("one-by-one"))
+    steps = Steps()
+    await import_archive(services, archive, ImportOptions("one-by-one"), steps)
+    facts = archive.manifest["fact_count"]  # a step a batch of facts whose links are rebuilt
+    documents = len(archive.documents)
+    assert steps == [("importing", done, documents + facts + 1)
+                     for done in [0, documents, *range(documents + 1, documents + facts + 2)]]
     at_once = [tuple(r) for r in await conn.fetch(LINKS_BY_TEXT, "at-once")]
     assert {link_type for *_, link_type, _ in at_once} == {"temporal", "semantic"}, at_once
     assert len(at_once) > 8

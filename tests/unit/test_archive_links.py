@@ -49,6 +49,25 @@ def test_links_come_in_batches_of_the_size_asked(archive: bytes) -> None:
     assert list(links) == LINKS
 
 
+@pytest.mark.parametrize(("archive", "count", "parses"), [
+    (written_by_engram(), len(LINKS), 0),
+    (with_links_file("[\n]\n"), 0, 0),
+    (with_links_file(json.dumps(LINKS, indent=2)), len(LINKS), 1),
+    (with_links_file(json.dumps(LINKS)), len(LINKS), 1),
+], ids=["a-link-a-line", "none", "pretty-printed", "one-line"])
+def test_links_are_counted_without_parsing_them_when_written_a_link_a_line(
+    archive: bytes, count: int, parses: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # for an import's progress, when the manifest has no link_count (archives from before it)
+    links = read_archive(archive).links
+    assert isinstance(links, LinksEntry)
+    parsed: list[str] = []
+    loads = json.loads
+    monkeypatch.setattr(archive_module.json, "loads", lambda text, *a, **k: parsed.append(text) or loads(text, *a, **k))
+    assert links.count_items() == count
+    assert len(parsed) == parses
+
+
 def test_an_archive_without_links_has_none_and_one_with_none_has_an_empty_list() -> None:
     assert read_archive(with_links_file("[]")).links is not None
     assert list(read_archive(with_links_file("[\n]\n")).links or ["missing"]) == []
@@ -91,7 +110,7 @@ def test_documents_and_links_do_not_count_toward_the_inflated_size_but_bombs_are
     held = io.BytesIO()
     with zipfile.ZipFile(held, "w") as zf:
         zf.writestr("manifest.json", json.dumps(MANIFEST))
-        zf.writestr("observations.json", json.dumps([{"text": "x" * 400}]))
+        zf.writestr("mental_models.json", json.dumps([{"name": "x" * 400}]))
     with pytest.raises(InvalidInput, match="inflates to more than 300 bytes"):
         read_archive(held.getvalue())
 

@@ -20,6 +20,7 @@ import itertools
 import json
 import zipfile
 from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import IO, Any
@@ -29,14 +30,16 @@ from engram.transfer.zip_directory import compact_directory
 
 SCHEMA_VERSION = 1
 # Refused before anything is inflated, against ZIP bombs. The entries held in memory while an archive
-# is imported (all but the documents and links.json) may inflate to MAX_UNCOMPRESSED_BYTES in all.
-# The documents (each parsed alone) and links.json (read a link at a time) are bounded only by
-# inflating at most MAX_INFLATION times their compressed size (Engram's compress ~3-5:1), a document
-# to MAX_DOCUMENT_BYTES, and a line of links.json (one link) to MAX_LINK_LINE_CHARS.
+# is imported (all but the documents, links.json and observations.json) may inflate to
+# MAX_UNCOMPRESSED_BYTES in all. The documents (each parsed alone), links.json and observations.json
+# (read an item at a time) are bounded only by inflating at most MAX_INFLATION times their compressed
+# size (Engram's compress ~3-5:1), a document to MAX_DOCUMENT_BYTES, and a line of links.json (one
+# link) to MAX_LINK_LINE_CHARS, of observations.json to MAX_OBSERVATION_LINE_CHARS.
 MAX_UNCOMPRESSED_BYTES = 2 * 1024**3
 MAX_INFLATION = 100
 MAX_DOCUMENT_BYTES = 256 * 1024**2
 MAX_LINK_LINE_CHARS = 64 * 1024
+MAX_OBSERVATION_LINE_CHARS = 16 * 1024**2  # an observation a line of observations.json
 LINK_BATCH = 20_000  # links read, written or inserted per step: memory stays flat whatever the bank's size
 TABLE_FILES = ("mental_models", "mental_model_history", "directives", "webhooks", "knowledge_pages")
 
@@ -46,7 +49,7 @@ class Archive:
     manifest: dict[str, Any]
     banks: list[dict[str, Any]] = field(default_factory=list)
     documents: list[dict[str, Any]] | DocumentsEntry = field(default_factory=list)  # read: parsed as iterated
-    observations: list[dict[str, Any]] = field(default_factory=list)
+    observations: list[dict[str, Any]] | ObservationsEntry = field(default_factory=list)  # read: as iterated
     tables: dict[str, list[dict[str, Any]]] = field(default_factory=dict)  # TABLE_FILES
     attachments: list[dict[str, Any]] = field(default_factory=list)  # metadata; bytes under "data"
     # Engram's: every link between facts, as it was (a list, or `LinksEntry` from a read archive)
@@ -86,41 +89,29 @@ def _parsed(name: str, raw: str | bytes) -> Any:
         raise InvalidInput("file", f"{name} in the archive is not JSON: {exc}") from None
 
 
-def _json_array(zf: zipfile.ZipFile, name: str) -> Any:
-    """An entry holding a JSON array (`observations.json`). As Engram writes it, an item a line, it is
-    parsed a line at a time: `json.loads` holds the GIL for as long as it parses, and 50,000
-    observations (33 MB) parsed at once held every other thread, the event loop's too, for 0.4–0.6 s.
-    Otherwise (Hindsight's archives, older Engram's) it is parsed whole."""
-    try:
-        info = zf.getinfo(name)
-    except KeyError:
-        return []
-    with zf.open(info) as raw:
-        lines = io.TextIOWrapper(raw, encoding="utf-8")
-        first, second = lines.readline(), lines.readline()
-        if not _an_item_a_line(first, second):
-            return _parsed(name, first + second + lines.read())
-        return list(_parsed_lines(name, second, lines))
-
-
-def _parsed_lines(name: str, second: str, following: Iterable[str], max_chars: int | None = None) -> Iterator[Any]:
+def _parsed_lines(name: str, second: str, following: Iterable[str], max_chars: int) -> Iterator[dict[str, Any]]:
     """The items of an entry written an item a line (`_an_item_a_line`), from its second line on, each
-    parsed alone. A line that is not JSON, or (with `max_chars`) is longer, is refused by its number."""
+    parsed alone. A line that is not a JSON object, or is longer than `max_chars`, is refused by its
+    number."""
     for number, line in enumerate(itertools.chain([second], following), 2):
-        if max_chars is not None and len(line) > max_chars and not line.endswith("\n"):
+        if len(line) > max_chars and not line.endswith("\n"):
             raise InvalidInput("file", f"{name} in the archive, line {number}, is longer than {max_chars} characters")
         line = line.strip().rstrip(",")
         if line in ("", "]"):
             continue
         try:
-            yield json.loads(line)
+            item = json.loads(line)
         except ValueError as exc:
             raise InvalidInput("file", f"{name} in the archive, line {number}, is not JSON: {exc}") from None
+        if not isinstance(item, dict):
+            raise InvalidInput("file", f"{name} in the archive, line {number}, is not a JSON object")
+        yield item
 
 
 def _streamed(name: str) -> bool:
-    """Whether the entry is read alone or in parts (not held with the rest): a document, links.json."""
-    return name == "links.json" or (name.startswith("documents/") and name.endswith(".json"))
+    """Whether the entry is read alone or in parts (not held with the rest): a document, links.json,
+    observations.json."""
+    return name in ("links.json", "observations.json") or (name.startswith("documents/") and name.endswith(".json"))
 
 
 def _check_sizes(zf: zipfile.ZipFile) -> None:
@@ -133,7 +124,7 @@ def _check_sizes(zf: zipfile.ZipFile) -> None:
         if info.file_size > MAX_INFLATION * max(info.compress_size, 1024):
             raise InvalidInput("file", f"{info.filename} inflates more than {MAX_INFLATION} times: not a"
                                        " transfer archive's")
-        if info.filename != "links.json" and info.file_size > MAX_DOCUMENT_BYTES:
+        if info.filename.startswith("documents/") and info.file_size > MAX_DOCUMENT_BYTES:
             raise InvalidInput("file", f"{info.filename} inflates to more than {MAX_DOCUMENT_BYTES} bytes")
 
 
@@ -160,6 +151,10 @@ def read_archive(source: bytes | IO[bytes], *, check_documents: bool = True) -> 
         if check_documents:
             for _ in documents:
                 pass
+        observations: list[dict[str, Any]] | ObservationsEntry = []
+        if "observations.json" in zf.namelist():
+            observations = ObservationsEntry(file)
+            observations.count()
         attachments = _json(zf, "attachments.json", [])
         for meta in attachments:
             try:
@@ -170,7 +165,7 @@ def read_archive(source: bytes | IO[bytes], *, check_documents: bool = True) -> 
             manifest=manifest,
             banks=_json(zf, "banks.json", []),
             documents=documents,
-            observations=_json_array(zf, "observations.json"),
+            observations=observations,
             tables={name: _json(zf, f"{name}.json", []) for name in TABLE_FILES},
             attachments=attachments,
             links=LinksEntry(file) if "links.json" in zf.namelist() else None,
@@ -203,38 +198,123 @@ def _an_item_a_line(first: str, second: str) -> bool:
     return first.strip() == "[" and (item in ("", "]") or (item.startswith("{") and item.endswith("}")))
 
 
-class LinksEntry:
-    """An archive's `links.json`, read a batch at a time when iterated: a 100,000-memory bank's ~5
-    million links, parsed at once, took gigabytes. Engram writes one link a line; a pretty-printed
-    file (older Engram archives) is parsed whole instead."""
+class ArrayEntry:
+    """An archive's entry holding one JSON array of objects, read a batch at a time when iterated, so
+    that neither the whole file nor its items are ever in memory at once, and no `json.loads` holds
+    the GIL (and with it the event loop) for more than an item. Engram writes one item a line; any
+    other layout (Hindsight's archives, older Engram's) is parsed whole, up to
+    MAX_UNCOMPRESSED_BYTES. The archive's file must stay open while the entry is read."""
+
+    name = ""
 
     def __init__(self, archive: IO[bytes]) -> None:
         self._archive = archive
 
-    def batches(self, size: int) -> Iterator[list[dict[str, Any]]]:
-        with zipfile.ZipFile(self._archive) as zf, zf.open("links.json") as raw:
+    @property
+    def max_line_chars(self) -> int:
+        raise NotImplementedError
+
+    @contextmanager
+    def _opened(self) -> Iterator[tuple[zipfile.ZipFile, str, str, Iterator[str]]]:
+        """The entry open: the archive, its first two lines, and an iterator over the lines after them
+        (no line read past `max_line_chars`)."""
+        with zipfile.ZipFile(self._archive) as zf, zf.open(self.name) as raw:
             lines = io.TextIOWrapper(raw, encoding="utf-8")
-            first, second = lines.readline(MAX_LINK_LINE_CHARS + 1), lines.readline(MAX_LINK_LINE_CHARS + 1)
+            limit = self.max_line_chars + 1
+            first, second = lines.readline(limit), lines.readline(limit)
+            yield zf, first, second, iter(lambda: lines.readline(limit), "")
+
+    def batches(self, size: int) -> Iterator[list[dict[str, Any]]]:
+        with self._opened() as (zf, first, second, following):
             if not _an_item_a_line(first, second):
-                if zf.getinfo("links.json").file_size > MAX_UNCOMPRESSED_BYTES:
-                    raise InvalidInput("file", "links.json in the archive is not one link a line and inflates to"
-                                               f" more than {MAX_UNCOMPRESSED_BYTES} bytes")
-                links = json.loads(first + second + lines.read())
-                yield from (links[i:i + size] for i in range(0, len(links), size))
+                items = self._whole(zf, first, second, following)
+                yield from (items[i:i + size] for i in range(0, len(items), size))
                 return
             batch: list[dict[str, Any]] = []
-            following = iter(lambda: lines.readline(MAX_LINK_LINE_CHARS + 1), "")
-            for link in _parsed_lines("links.json", second, following, MAX_LINK_LINE_CHARS):
-                batch.append(link)
+            for item in _parsed_lines(self.name, second, following, self.max_line_chars):
+                batch.append(item)
                 if len(batch) == size:
                     yield batch
                     batch = []
             if batch:
                 yield batch
 
+    def count_items(self) -> int:
+        """How many items the entry holds: its lines counted, none parsed, when it is an item a line
+        (5.15 million links: ~3.8 s), else parsed whole."""
+        with self._opened() as (zf, first, second, following):
+            if not _an_item_a_line(first, second):
+                return len(self._whole(zf, first, second, following))
+            return sum(1 for line in itertools.chain([second], following) if line.strip().rstrip(",") not in ("", "]"))
+
+    def _whole(self, zf: zipfile.ZipFile, first: str, second: str, following: Iterator[str]) -> list[dict[str, Any]]:
+        """The entry parsed whole (not written an item a line), if it is small enough."""
+        if zf.getinfo(self.name).file_size > MAX_UNCOMPRESSED_BYTES:
+            raise InvalidInput("file", f"{self.name} in the archive is not one item a line and inflates to more"
+                                       f" than {MAX_UNCOMPRESSED_BYTES} bytes")
+        items = _parsed(self.name, first + second + "".join(following))
+        if not isinstance(items, list) or not all(isinstance(item, dict) for item in items):
+            raise InvalidInput("file", f"{self.name} in the archive is not a JSON array of objects")
+        return items
+
     def __iter__(self) -> Iterator[dict[str, Any]]:
         for batch in self.batches(LINK_BATCH):
             yield from batch
+
+
+class LinksEntry(ArrayEntry):
+    """An archive's `links.json`: a 100,000-memory bank's ~5 million links, parsed at once, took
+    gigabytes."""
+
+    name = "links.json"
+
+    @property
+    def max_line_chars(self) -> int:
+        return MAX_LINK_LINE_CHARS
+
+
+class ObservationsEntry(ArrayEntry):
+    """An archive's `observations.json`. Held parsed through an import, 50,000 observations (31 MB)
+    were ~250,000 objects that every full garbage collection walked (~0.2 s, a wait for every request,
+    every few seconds). They are counted (and checked) when the archive is read (`count`, on the
+    reader's thread), for the import's progress."""
+
+    name = "observations.json"
+
+    def __init__(self, archive: IO[bytes]) -> None:
+        super().__init__(archive)
+        self._count = 0
+
+    @property
+    def max_line_chars(self) -> int:
+        return MAX_OBSERVATION_LINE_CHARS
+
+    def count(self) -> int:
+        """Reads the entry through once, each observation parsed and checked, and keeps their number:
+        a broken one is refused by its place before anything is imported."""
+        self._count = 0
+        for batch in self.batches(LINK_BATCH):
+            for number, observation in enumerate(batch, self._count + 1):
+                _check_observation(number, observation)
+            self._count += len(batch)
+        return self._count
+
+    def __len__(self) -> int:
+        return self._count
+
+
+def _check_observation(number: int, observation: dict[str, Any]) -> None:
+    """What the importer reads of an observation without a default: its text, and its sources' and
+    history's shapes."""
+    where = f"observation {number} in observations.json"
+    if not isinstance(observation.get("text"), str):
+        raise InvalidInput("file", f"{where} has no text")
+    for key in ("sources", "evidence", "history"):
+        items = observation.get(key) or []
+        if not isinstance(items, list) or not all(isinstance(item, dict) for item in items):
+            raise InvalidInput("file", f"{where}: {key} is not a list of objects")
+    if not all(isinstance(past.get("text"), str) for past in observation.get("history") or []):
+        raise InvalidInput("file", f"{where}: a version in its history has no text")
 
 
 def _dump(value: Any) -> str:
@@ -288,6 +368,10 @@ class ArchiveWriter:
     @property
     def observations_written(self) -> int:
         return self._observations.count if self._observations is not None else 0
+
+    @property
+    def links_written(self) -> int:
+        return self._links.count if self._links is not None else 0
 
     def write_contents(self, archive: Archive) -> None:
         """Everything but the manifest, the links too when the archive holds them."""
@@ -352,6 +436,7 @@ def manifest_of(source_bank_id: str, archive: Archive, counts: dict[str, int], *
         "document_count": counts["document_count"],
         "fact_count": counts["fact_count"],
         "observation_count": counts.get("observation_count", len(archive.observations)),
+        "link_count": counts.get("link_count", 0),  # Engram's: the lines of links.json, for an import's progress
         "mental_model_count": len(archive.table("mental_models")),
         "knowledge_page_count": 0,
         "archive_type": archive_type,

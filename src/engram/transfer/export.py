@@ -254,6 +254,7 @@ async def write_bank_archive(
         writer.add_links([])  # links.json even for a bank with none: the importer then rebuilds none
         await _write_links(conn, bank_id, document_ids, writer, lambda batches: progress(
             min(counts["document_count"] + batches, total - 1), total))
+        counts["link_count"] = writer.links_written
     scope = {"data": include_data, "bank_config": include_bank_config, "history": False}
     manifest = manifest_of(bank_id, archive, counts, archive_type=archive_type, scope=scope)
     await asyncio.to_thread(writer.finish, manifest)
