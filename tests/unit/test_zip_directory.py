@@ -1,7 +1,8 @@
-"""An archive being written keeps its ZIP directory as plain tuples (`transfer/zip_directory.py`),
-not as a `ZipInfo` per entry that every full garbage collection walks: an export writes an entry
-per document, and a million documents made each full collection ~0.3–0.4 s, a stall of every request.
-What is written must read back as any ZIP does."""
+"""An archive being written or read keeps its ZIP directory as plain tuples
+(`transfer/zip_directory.py`), not as a `ZipInfo` per entry that every full garbage collection
+walks: an export writes an entry per document and an import reads one, and a million documents made
+each full collection ~0.3 s, a stall of every request, for as long as the export or import ran.
+What is written must read back as any ZIP does, and what is read must read as `zipfile` reads it."""
 
 from __future__ import annotations
 
@@ -11,8 +12,8 @@ import zipfile
 
 import pytest
 
-from engram.transfer.archive import ArchiveWriter, read_archive
-from engram.transfer.zip_directory import compact_directory
+from engram.transfer.archive import Archive, ArchiveWriter, read_archive
+from engram.transfer.zip_directory import compact_directory, compact_read_directory
 
 MANIFEST = {"schema_version": 1, "source_bank_id": "b"}
 
@@ -63,3 +64,46 @@ def test_only_a_new_archive_being_written_takes_a_compact_directory() -> None:
             compact_directory(zf)
     with zipfile.ZipFile(io.BytesIO(buffer.getvalue())) as zf, pytest.raises(ValueError):
         compact_directory(zf)
+    with zipfile.ZipFile(io.BytesIO(), "w") as zf, pytest.raises(ValueError):
+        compact_read_directory(zf)
+
+
+def test_an_archive_read_with_a_compact_directory_reads_as_zipfile_reads_it() -> None:
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as zf:
+        for n in range(40):
+            zf.writestr(f"compact-r/{n:03d}.json", f'{{"n": {n}}}')
+        zf.writestr("compact-r/stored.bin", b"\x00\xff" * 10, compress_type=zipfile.ZIP_STORED)
+    with zipfile.ZipFile(io.BytesIO(buffer.getvalue())) as plain:
+        expected = {info.filename: (plain.read(info), info.file_size, info.compress_type, info.CRC)
+                    for info in plain.infolist()}
+    del plain  # (and its ZipInfos)
+    with compact_read_directory(zipfile.ZipFile(io.BytesIO(buffer.getvalue()))) as zf:
+        assert tracked_entries("compact-r/") == 0, "no ZipInfo kept while reading"
+        assert zf.namelist() == list(expected)
+        for name, (data, size, compression, crc) in expected.items():
+            info = zf.getinfo(name)
+            assert (zf.read(name), info.file_size, info.compress_type, info.CRC) == (data, size, compression, crc)
+        with zf.open("compact-r/003.json") as first, zf.open("compact-r/004.json") as second:
+            assert (first.read(), second.read()) == (b'{"n": 3}', b'{"n": 4}'), "two entries open at once"
+        assert zf.testzip() is None
+        with pytest.raises(KeyError):
+            zf.getinfo("compact-r/missing.json")
+
+
+def test_a_read_archive_keeps_no_zipinfo_per_document_while_its_entries_are_read() -> None:
+    buffer = io.BytesIO()
+    writer = ArchiveWriter(buffer)
+    writer.add_documents([{"id": f"read-{n}", "facts": []} for n in range(30)])
+    writer.add_observations([{"text": "Ada rows.", "sources": []}])
+    writer.write_tables(Archive(manifest=MANIFEST))
+    writer.add_links([{"link_type": "semantic"}])
+    writer.finish(MANIFEST)
+    archive = read_archive(buffer.getvalue())
+    documents = iter(archive.documents)
+    assert next(documents)["id"] == "read-0"
+    assert tracked_entries("documents/") == 0, "none while the documents are read"
+    assert [document["id"] for document in documents] == [f"read-{n}" for n in range(1, 30)]
+    assert list(archive.links or []) == [{"link_type": "semantic"}]
+    assert list(archive.observations) == [{"text": "Ada rows.", "sources": []}]
+    assert tracked_entries("documents/") == 0

@@ -26,7 +26,7 @@ from datetime import UTC, datetime
 from typing import IO, Any
 
 from engram.errors import InvalidInput
-from engram.transfer.zip_directory import compact_directory
+from engram.transfer.zip_directory import compact_directory, compact_read_directory
 
 SCHEMA_VERSION = 1
 # Refused before anything is inflated, against ZIP bombs. The entries held in memory while an archive
@@ -130,30 +130,33 @@ def _check_sizes(zf: zipfile.ZipFile) -> None:
 
 def read_archive(source: bytes | IO[bytes], *, check_documents: bool = True) -> Archive:
     """The archive in `source`: its bytes, or a seekable binary file, which must stay open while the
-    archive's documents and links are read (they are read from it when iterated). `check_documents`:
-    parse every document now, so that a broken one is refused at once (an upload); otherwise a broken
-    document stops whoever iterates them (the import, which then rolls back)."""
+    archive's documents, links and observations are read (they are read from it when iterated, through
+    one `ZipFile` whose directory is kept compact: `compact_read_directory`). `check_documents`: parse
+    every document now, so that a broken one is refused at once (an upload); otherwise a broken
+    document stops whoever iterates them (the import, which then rolls back). The observations are
+    always read through once, each checked, and counted."""
     file = io.BytesIO(source) if isinstance(source, bytes | bytearray) else source
     try:
         zf = zipfile.ZipFile(file)
     except zipfile.BadZipFile:
         raise InvalidInput("file", "not a ZIP archive (expected a Hindsight/Engram transfer archive)") from None
-    with zf:
+    try:
         _check_sizes(zf)
+        names = set(zf.namelist())
+        compact_read_directory(zf)
         manifest = _json(zf, "manifest.json", None)
         if not isinstance(manifest, dict):
             raise InvalidInput("file", "the archive has no manifest.json: not a transfer archive")
         if manifest.get("schema_version") != SCHEMA_VERSION:
             raise InvalidInput("file", f"unsupported archive schema_version {manifest.get('schema_version')!r}"
                                        f" (expected {SCHEMA_VERSION})")
-        names = sorted(n for n in zf.namelist() if n.startswith("documents/") and n.endswith(".json"))
-        documents = DocumentsEntry(file, names)
+        documents = DocumentsEntry(zf, sorted(n for n in names if n.startswith("documents/") and n.endswith(".json")))
         if check_documents:
             for _ in documents:
                 pass
         observations: list[dict[str, Any]] | ObservationsEntry = []
-        if "observations.json" in zf.namelist():
-            observations = ObservationsEntry(file)
+        if "observations.json" in names:
+            observations = ObservationsEntry(zf)
             observations.count()
         attachments = _json(zf, "attachments.json", [])
         for meta in attachments:
@@ -168,28 +171,30 @@ def read_archive(source: bytes | IO[bytes], *, check_documents: bool = True) -> 
             observations=observations,
             tables={name: _json(zf, f"{name}.json", []) for name in TABLE_FILES},
             attachments=attachments,
-            links=LinksEntry(file) if "links.json" in zf.namelist() else None,
+            links=LinksEntry(zf) if "links.json" in names else None,
         )
+    except BaseException:
+        zf.close()
+        raise
 
 
 class DocumentsEntry:
     """An archive's `documents/*.json`, each parsed when iteration reaches it: a 100,000-document
     archive held whole took ~1 GB. Iterating checks that each is a document with an id."""
 
-    def __init__(self, archive: IO[bytes], names: list[str]) -> None:
-        self._archive = archive
+    def __init__(self, zf: zipfile.ZipFile, names: list[str]) -> None:
+        self._zf = zf
         self._names = names
 
     def __len__(self) -> int:
         return len(self._names)
 
     def __iter__(self) -> Iterator[dict[str, Any]]:
-        with zipfile.ZipFile(self._archive) as zf:
-            for name in self._names:
-                document = _json(zf, name, {})
-                if not isinstance(document, dict) or not isinstance(document.get("id"), str):
-                    raise InvalidInput("file", f"{name} in the archive has no document id")
-                yield document
+        for name in self._names:
+            document = _json(self._zf, name, {})
+            if not isinstance(document, dict) or not isinstance(document.get("id"), str):
+                raise InvalidInput("file", f"{name} in the archive has no document id")
+            yield document
 
 
 def _an_item_a_line(first: str, second: str) -> bool:
@@ -207,27 +212,27 @@ class ArrayEntry:
 
     name = ""
 
-    def __init__(self, archive: IO[bytes]) -> None:
-        self._archive = archive
+    def __init__(self, zf: zipfile.ZipFile) -> None:
+        self._zf = zf
 
     @property
     def max_line_chars(self) -> int:
         raise NotImplementedError
 
     @contextmanager
-    def _opened(self) -> Iterator[tuple[zipfile.ZipFile, str, str, Iterator[str]]]:
-        """The entry open: the archive, its first two lines, and an iterator over the lines after them
-        (no line read past `max_line_chars`)."""
-        with zipfile.ZipFile(self._archive) as zf, zf.open(self.name) as raw:
+    def _opened(self) -> Iterator[tuple[str, str, Iterator[str]]]:
+        """The entry open: its first two lines, and an iterator over the lines after them (no line
+        read past `max_line_chars`)."""
+        with self._zf.open(self.name) as raw:
             lines = io.TextIOWrapper(raw, encoding="utf-8")
             limit = self.max_line_chars + 1
             first, second = lines.readline(limit), lines.readline(limit)
-            yield zf, first, second, iter(lambda: lines.readline(limit), "")
+            yield first, second, iter(lambda: lines.readline(limit), "")
 
     def batches(self, size: int) -> Iterator[list[dict[str, Any]]]:
-        with self._opened() as (zf, first, second, following):
+        with self._opened() as (first, second, following):
             if not _an_item_a_line(first, second):
-                items = self._whole(zf, first, second, following)
+                items = self._whole(first, second, following)
                 yield from (items[i:i + size] for i in range(0, len(items), size))
                 return
             batch: list[dict[str, Any]] = []
@@ -242,14 +247,14 @@ class ArrayEntry:
     def count_items(self) -> int:
         """How many items the entry holds: its lines counted, none parsed, when it is an item a line
         (5.15 million links: ~3.8 s), else parsed whole."""
-        with self._opened() as (zf, first, second, following):
+        with self._opened() as (first, second, following):
             if not _an_item_a_line(first, second):
-                return len(self._whole(zf, first, second, following))
+                return len(self._whole(first, second, following))
             return sum(1 for line in itertools.chain([second], following) if line.strip().rstrip(",") not in ("", "]"))
 
-    def _whole(self, zf: zipfile.ZipFile, first: str, second: str, following: Iterator[str]) -> list[dict[str, Any]]:
+    def _whole(self, first: str, second: str, following: Iterator[str]) -> list[dict[str, Any]]:
         """The entry parsed whole (not written an item a line), if it is small enough."""
-        if zf.getinfo(self.name).file_size > MAX_UNCOMPRESSED_BYTES:
+        if self._zf.getinfo(self.name).file_size > MAX_UNCOMPRESSED_BYTES:
             raise InvalidInput("file", f"{self.name} in the archive is not one item a line and inflates to more"
                                        f" than {MAX_UNCOMPRESSED_BYTES} bytes")
         items = _parsed(self.name, first + second + "".join(following))
@@ -281,8 +286,8 @@ class ObservationsEntry(ArrayEntry):
 
     name = "observations.json"
 
-    def __init__(self, archive: IO[bytes]) -> None:
-        super().__init__(archive)
+    def __init__(self, zf: zipfile.ZipFile) -> None:
+        super().__init__(zf)
         self._count = 0
 
     @property
