@@ -124,6 +124,15 @@ def retain_log_of_three_facts(dsn: str) -> None:
                                " on Monday."})
 
 
+async def three_facts_and_a_lone_one(services: Services, conn: asyncpg.Connection) -> list[Any]:
+    """The ids of log-3's three facts (by text) and of log-2's one fact, log-3 retained first."""
+    await asyncio.to_thread(retain_log_of_three_facts, services.settings.database_url)
+    three = [r["id"] for r in await conn.fetch(
+        "SELECT id FROM memory_units WHERE bank_id = $1 AND document_id = 'log-3' ORDER BY text", BANK)]
+    return [*three, await conn.fetchval("SELECT id FROM memory_units WHERE bank_id = $1 AND document_id = 'log-2'",
+                                        BANK)]
+
+
 def links_by_place(archive: Archive) -> list[tuple[Any, ...]]:
     return sorted(((link["from"]["document_id"], link["from"]["fact_index"]),
                    (link["to"]["document_id"], link["to"]["fact_index"]), link["link_type"])
@@ -136,6 +145,36 @@ def stored_links_by_place(archive: Archive, stored: list[asyncpg.Record]) -> lis
              for document in archive.documents for index, fact in enumerate(document["facts"])}
     return sorted((place[str(row["from_unit"])], place[str(row["to_unit"])], row["link_type"]) for row in stored
                   if str(row["from_unit"]) in place and str(row["to_unit"]) in place)
+
+
+async def test_an_export_carries_each_facts_causes_by_their_place_in_its_document(
+    harbour: tuple[Services, asyncpg.Connection], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # An export names a fact's causes by their places in its document, a batch of documents at a time
+    # (one here); a cause in another document has no place there and is left out, as in Hindsight's
+    # archive. An archive without links.json restores the causal links from them.
+    services, conn = harbour
+    first, second, third, lone = await three_facts_and_a_lone_one(services, conn)
+    await conn.executemany(
+        "INSERT INTO memory_links (from_unit, to_unit, bank_id, link_type, weight) VALUES ($1, $2, $3, 'causal', 1)",
+        [(third, first, BANK), (third, second, BANK), (first, lone, BANK), (lone, third, BANK)])
+    monkeypatch.setattr(export, "DOCUMENT_BATCH", 1)
+    archive = await exported(services, BANK)
+    facts = {document["id"]: document["facts"] for document in archive.documents}
+    place = {fact["source_id"]: index for index, fact in enumerate(facts["log-3"])}
+    causes = {fact["source_id"]: sorted(r["target_fact_index"] for r in fact["causal_relations"])
+              for fact in facts["log-3"]}
+    assert causes == {str(third): sorted([place[str(first)], place[str(second)]]), str(first): [], str(second): []}
+    assert [fact["causal_relations"] for fact in facts["log-2"]] == [[]]
+    assert all(not fact["causal_relations"] for key in facts if key not in ("log-2", "log-3") for fact in facts[key])
+
+    archive.links = None
+    await import_archive(services, archive, ImportOptions("restored"))
+    causal = """SELECT f.text, t.text FROM memory_links l JOIN memory_units f ON f.id = l.from_unit
+                JOIN memory_units t ON t.id = l.to_unit WHERE l.bank_id = $1 AND l.link_type = 'causal'
+                AND f.document_id = t.document_id ORDER BY 1, 2"""
+    restored = [tuple(r) for r in await conn.fetch(causal, "restored")]
+    assert len(restored) == 2 and restored == [tuple(r) for r in await conn.fetch(causal, BANK)]
 
 
 async def test_an_export_of_some_documents_holds_the_links_between_their_facts_only(
@@ -330,10 +369,7 @@ async def test_observations_exported_a_few_at_a_time_keep_their_sources_evidence
     # Each batch of observations reads the places of the facts it names (their documents' facts
     # numbered), its history, and is written before the next: one observation a batch here.
     services, conn = harbour
-    await asyncio.to_thread(retain_log_of_three_facts, services.settings.database_url)
-    first, second, third = [r["id"] for r in await conn.fetch(
-        "SELECT id FROM memory_units WHERE bank_id = $1 AND document_id = 'log-3' ORDER BY text", BANK)]
-    lone = await conn.fetchval("SELECT id FROM memory_units WHERE bank_id = $1 AND document_id = 'log-2'", BANK)
+    first, second, third, lone = await three_facts_and_a_lone_one(services, conn)
     made = {"log-0": ([first, second], second), "log-1": ([lone, third], third)}
     for document_id, (sources, quoted) in made.items():
         await conn.execute(
