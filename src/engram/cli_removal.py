@@ -7,6 +7,7 @@ from __future__ import annotations
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from typing import Any
 
+from engram.cli_command import UserError
 from engram.cli_http import Client, bank_path
 from engram.cli_import import Reporter
 
@@ -38,10 +39,7 @@ def _done(request: Future[Any]) -> bool:
 
 def _removal(client: Client, bank: str) -> dict[str, Any] | None:
     """The bank's delete as far as it has gone, or None (not begun, over, or the poll failed)."""
-    import httpx
-
     try:
-        response = httpx.get(client.url + bank_path(bank, "/removal"), headers=client.headers, timeout=10)
-    except httpx.HTTPError:
+        return client.request("GET", bank_path(bank, "/removal"), timeout=10)
+    except UserError:
         return None
-    return response.json() if response.status_code == 200 else None

@@ -81,11 +81,8 @@ def compact_read_directory(zf: zipfile.ZipFile) -> zipfile.ZipFile:
     if zf.mode != "r":
         raise ValueError("a compact read directory is for an archive opened to read")
     rows = [_row(info) for info in zf.filelist]
-    names = _RowsByName()
-    for row, info in zip(rows, zf.filelist, strict=True):
-        names[info.filename] = row
+    zf.NameToInfo = _RowsByName((info.filename, row) for info, row in zip(zf.filelist, rows, strict=True))
     zf.filelist = _Entries(rows)  # type: ignore[assignment]
-    zf.NameToInfo = names
     return zf
 
 
