@@ -68,25 +68,28 @@ async def chunks_of(conn: Conn, bank_id: str, document_ids: list[str]) -> list[a
     )
 
 
+# A fact's causes, read with it through the links' primary key (from_unit, to_unit, link_type). Written
+# `link_type = 'causal'`, the planner read every causal link of the bank through `memory_links_bank
+# (bank_id, link_type)` for each fact (14 s for 1,000 facts among 300,000 causal links); as `IS TRUE`
+# the type is no index's condition, only a filter on the fact's own ~50 links (~5 ms for 1,000 facts).
+# An export once held all of a bank's causes in a dict instead: 300,000 of them took ~100 MB, and
+# collecting them stalled the server.
+_CAUSES = """ARRAY(SELECT l.to_unit FROM memory_links l WHERE l.from_unit = m.id AND (l.link_type = 'causal') IS TRUE
+                  ORDER BY l.to_unit)"""
+
+
 async def facts_of(conn: Conn, bank_id: str, document_ids: list[str]) -> list[asyncpg.Record]:
-    """The documents' world and experience facts with their entity names, in document and chunk order."""
+    """The documents' world and experience facts with their entity names and causes (the facts each
+    was caused by), in document and chunk order."""
     return await conn.fetch(
         f"""
         SELECT {_FACT_COLUMNS}, ch.chunk_index, {_NAMES.format(kind='free')} AS free_names,
-               {_NAMES.format(kind='label')} AS label_names, {STATUS_COLUMNS}
+               {_NAMES.format(kind='label')} AS label_names, {_CAUSES} AS causes, {STATUS_COLUMNS}
         FROM memory_units m LEFT JOIN chunks ch ON ch.id = m.chunk_id {STATUS_JOIN}
         WHERE m.bank_id = $1 AND m.document_id = ANY($2::text[]) AND m.fact_type <> 'observation'
         ORDER BY m.document_id, {_FACT_ORDER}
         """,
         bank_id, document_ids,
-    )
-
-
-async def causal_links(conn: Conn, bank_id: str) -> list[asyncpg.Record]:
-    return await conn.fetch(
-        "SELECT from_unit, to_unit FROM memory_links WHERE bank_id = $1 AND link_type = 'causal'"
-        " ORDER BY from_unit, to_unit",
-        bank_id,
     )
 
 

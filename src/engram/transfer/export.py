@@ -29,7 +29,7 @@ def _iso(value: datetime | None) -> str | None:
     return value.isoformat().replace("+00:00", "Z") if value is not None else None
 
 
-def _fact(row: Any, position: dict[uuid.UUID, int], causes: list[uuid.UUID]) -> dict[str, Any]:
+def _fact(row: Any, position: dict[uuid.UUID, int]) -> dict[str, Any]:
     return {
         "text": row["text"], "source_id": str(row["id"]), "fact_type": row["fact_type"], "context": row["context"],
         "event_date": _iso(row["occurred_start"] or row["mentioned_at"] or row["created_at"]),
@@ -38,7 +38,7 @@ def _fact(row: Any, position: dict[uuid.UUID, int], causes: list[uuid.UUID]) -> 
         "observation_scopes": row["observation_scopes"], "chunk_index": row["chunk_index"],
         "entities": list(row["free_names"]),
         "causal_relations": [{"relation_type": "caused_by", "target_fact_index": position[c]}
-                             for c in causes if c in position],
+                             for c in row["causes"] if c in position],
         "created_at": _iso(row["created_at"]), "consolidated_at": _iso(row["consolidated_at"]),
         "consolidation_failed_at": _iso(row["consolidation_failed_at"]),
         # Engram's own, ignored by Hindsight:
@@ -60,7 +60,6 @@ def _retain_params(doc: Any) -> dict[str, Any]:
 
 def _write_documents(
     writer: ArchiveWriter, docs: list[Any], chunk_rows: list[Any], fact_rows: list[Any], attachment_rows: list[Any],
-    causes: dict[uuid.UUID, list[uuid.UUID]],
 ) -> tuple[int, int]:
     """A batch of documents built and written, with their attachments (run on a thread). Returns the
     facts and attachments written."""
@@ -79,7 +78,7 @@ def _write_documents(
             "id": doc["id"], "original_text": doc["original_text"], **_retain_params(doc),
             "tags": list(doc["tags"]), "created_at": _iso(doc["created_at"]),
             "chunks": chunks.get(doc["id"], []),
-            "facts": [_fact(row, local, causes.get(row["id"], [])) for row in rows],
+            "facts": [_fact(row, local) for row in rows],
             "metadata": doc["metadata"], "observation_scopes": doc["observation_scopes"],
             "updated_at": _iso(doc["updated_at"]),
         })
@@ -217,7 +216,7 @@ async def write_bank_archive(
     memory stays flat whatever the bank's size (a 100,000-memory bank's documents and ~5 million
     links, held at once, took gigabytes) and the server keeps answering meanwhile. The links and the
     observations name facts by their places, which PostgreSQL computes (`reads.link_lines`,
-    `reads.fact_places`); what stays in memory is the causal links (a fact's causes travel with it).
+    `reads.fact_places`), and a fact's causes (the facts of its document it was caused by) are read with it.
     `progress(done, total)`: steps done, of the documents, the batches of links (the links of a whole
     bank are counted with those whose ends are observations, not archived) and one more step (the rest)."""
     bank = await get_bank(conn, bank_id)
@@ -233,14 +232,11 @@ async def write_bank_archive(
         total += await reads.document_count(conn, bank_id, document_ids) + math.ceil(links / LINK_BATCH)
     await progress(0, total)
     if include_data:
-        causes: dict[uuid.UUID, list[uuid.UUID]] = {}
-        for link in await reads.causal_links(conn, bank_id):
-            causes.setdefault(link["from_unit"], []).append(link["to_unit"])
         async for docs in reads.document_batches(conn, bank_id, document_ids, DOCUMENT_BATCH):
             ids = [doc["id"] for doc in docs]
             chunks, facts = await reads.chunks_of(conn, bank_id, ids), await reads.facts_of(conn, bank_id, ids)
             attachments = await reads.attachments_of(conn, bank_id, ids)
-            written = await asyncio.to_thread(_write_documents, writer, docs, chunks, facts, attachments, causes)
+            written = await asyncio.to_thread(_write_documents, writer, docs, chunks, facts, attachments)
             counts["document_count"] += len(docs)
             counts["fact_count"] += written[0]
             counts["attachment_count"] += written[1]
