@@ -69,6 +69,12 @@ class StoreUnavailable(EngramError):
     status = 503
 
 
+class BankBusy(EngramError):
+    """A bank-wide operation (an import) holds the bank's writers for longer than a request waits."""
+
+    status = 503
+
+
 class EmbeddingModelError(EngramError):
     """ENGRAM_EMBEDDING_MODEL names a model that is unknown, not installed, or not the one that embedded
     the database's stored vectors."""

@@ -125,7 +125,8 @@ async def sync_retain(svc: Services, bank_id: str, args: RetainArgs) -> dict[str
     from engram.retain.prepare import prepare_items
     from engram.types import RetainResponse, TokenUsage
 
-    outcome = await retain_items(svc, bank_id, prepare_items(_memory_items(args), None))
+    outcome = await retain_items(svc, bank_id, prepare_items(_memory_items(args), None),
+                                 import_wait=svc.settings.retain_import_wait_seconds)
     usage = TokenUsage(input_tokens=outcome.usage.input_tokens, output_tokens=outcome.usage.output_tokens,
                        total_tokens=outcome.usage.input_tokens + outcome.usage.output_tokens)
     response = RetainResponse(success=True, bank_id=bank_id, items_count=outcome.items_count, async_=False,

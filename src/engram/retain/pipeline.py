@@ -30,7 +30,7 @@ from engram.store.banks import ensure_bank
 from engram.store.statistics import BULK_RETAIN_FACTS, analyze_if_stale, publish_write_counts
 from engram.store.tx import transaction
 from engram.store.unit_ids import new_unit_id
-from engram.store.writer_locks import lock_documents
+from engram.store.writer_locks import lock_documents, wait_for_bank_writers
 
 if TYPE_CHECKING:
     from engram.services import Services
@@ -280,14 +280,17 @@ async def _write_documents(
 async def _write(
     services: Services, bank_id: str, plans: list[DocumentPlan], extraction: Awaitable[Extracted], store_text: bool,
     embedded: Callable[[], AsyncIterator[list[PendingUnit]]], label_keys: frozenset[str] = frozenset(),
+    import_wait: float | None = None,
 ) -> None:
     """One transaction: the documents' own rows first, then the facts as `embedded()` hands them over
     with their vectors (new documents' facts may still be being extracted: `extraction` ends when they
     all are), then their entities and links. A bulk retain that removes no facts searches its
     semantic links beside the transaction (`semantic_links.link_bulk`); one that does searches inside
-    it, where the removed facts are gone and cannot take a new fact's places."""
+    it, where the removed facts are gone and cannot take a new fact's places. While an import holds
+    the bank it waits without a connection (`wait_for_bank_writers`, up to `import_wait` seconds)."""
     from engram.retain.entities import Mention, store_entities
 
+    await wait_for_bank_writers(services.pool, bank_id, import_wait)
     async with transaction(services.pool) as conn:
         await ensure_bank(conn, bank_id)
         removed_facts = await _write_documents(conn, bank_id, plans, extraction, store_text)
@@ -331,7 +334,11 @@ async def retain_items(
     items: list[PreparedItem],
     *,
     progress: Progress | None = None,
+    import_wait: float | None = None,
 ) -> RetainOutcome:
+    """Retain the items into the bank. While an import into the bank runs, the retain waits for it
+    up to `import_wait` seconds, then raises BankBusy (None: for as long as it runs, as a queued
+    retain does)."""
     config = await services.bank_config(bank_id)
     chunk_size = int(config.get("retain_chunk_size") or 3000)
     groups_of_items = _group_by_document(items)
@@ -382,7 +389,7 @@ async def retain_items(
                 await progress("writing", 0, len((await extraction).pending))
 
         await _write(services, bank_id, plans, extraction, bool(config.get("store_document_text", True)), embedded,
-                     frozenset(group.key.lower() for group in groups))
+                     frozenset(group.key.lower() for group in groups), import_wait)
         extracted_facts = extraction.result()  # the write awaited it
         pending, usage = extracted_facts.pending, extracted_facts.usage
     finally:

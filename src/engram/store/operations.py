@@ -13,6 +13,7 @@ import asyncpg
 from engram.errors import Conflict
 from engram.store.storable import storable, storable_text
 from engram.store.tx import Conn
+from engram.store.writer_locks import bank_writers_free
 
 # Queued (or re-queued) operations announce their id on this channel, in the statement that queues
 # them: one round trip, and the notice goes out with the commit. Nothing in Engram listens; a process
@@ -83,9 +84,15 @@ async def enqueue(
     return existing, False
 
 
+# The operations that write a bank's documents, and so wait for an import into it (`writer_locks`).
+_RETAINS = "'retain', 'file_retain', 'reprocess_document'"
+
+
 async def claim_next(conn: Conn, worker_id: str, lease_seconds: float) -> asyncpg.Record | None:
+    """The oldest operation a worker can run now, marked its own under a lease. Skipped: a second
+    consolidation of a bank, and a retain into a bank an import holds (it runs once the import ends)."""
     return await conn.fetchrow(
-        """
+        f"""
         UPDATE async_operations SET status = 'processing', worker_id = $1,
                lease_expires_at = now() + make_interval(secs => $2), started_at = coalesce(started_at, now()),
                updated_at = now()
@@ -97,6 +104,8 @@ async def claim_next(conn: Conn, worker_id: str, lease_seconds: float) -> asyncp
                     SELECT 1 FROM async_operations b
                     WHERE b.bank_id = a.bank_id AND b.operation_type = 'consolidation' AND b.id <> a.id
                       AND b.status = 'processing' AND b.lease_expires_at >= now()))
+              -- No retain into a bank an import holds: it would wait in a worker slot for the import's end.
+              AND CASE WHEN operation_type IN ({_RETAINS}) THEN {bank_writers_free("a.bank_id")} ELSE true END
             ORDER BY created_at
             FOR UPDATE SKIP LOCKED
             LIMIT 1

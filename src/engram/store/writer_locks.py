@@ -10,7 +10,10 @@ import with "out of shared memory"."""
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
+
+from engram.errors import BankBusy
 
 # The writers lock's key: the bank id hashed with a seed no other lock of Engram's uses, so it never
 # meets a document's or a name's key.
@@ -47,6 +50,30 @@ async def lock_names(conn: Any, bank_id: str, keys: list[str]) -> None:
     if not keys:
         return
     await conn.execute(_LOCK_NAMES, bank_id, sorted(set(keys)))
+
+
+def bank_writers_free(bank_sql: str) -> str:
+    """SQL that is true when no import holds the writers lock of the bank `bank_sql` names: it tries
+    the lock shared, which an autocommit statement lets go of as it ends."""
+    return f"pg_try_advisory_xact_lock_shared(hashtextextended({bank_sql}, 2))"
+
+
+async def wait_for_bank_writers(pool: Any, bank_id: str, timeout: float | None) -> None:
+    """Return once no import holds the bank's writers lock, polling without keeping a connection: a
+    retain that waited inside its transaction held a pooled connection (and a worker slot) for the
+    whole import, so twenty of them took every connection of the server. Past `timeout` seconds
+    (None: as long as the import takes), BankBusy. A retain that an import overtakes between this
+    and its own lock still waits inside its transaction, as before."""
+    loop = asyncio.get_running_loop()
+    deadline = None if timeout is None else loop.time() + timeout
+    delay = 0.05
+    while not await pool.fetchval(f"SELECT {bank_writers_free('$1')}", bank_id):
+        left = None if deadline is None else deadline - loop.time()
+        if left is not None and left <= 0:
+            raise BankBusy(f"an import into bank '{bank_id}' is under way and holds its writers; nothing was "
+                           "retained: retry once the import has finished (the bank's operations show it)")
+        await asyncio.sleep(delay if left is None else min(delay, left))
+        delay = min(delay * 2, 1.0)
 
 
 async def hold_bank_writers(conn: Any, bank_id: str) -> None:

@@ -1,0 +1,144 @@
+"""Retains into a bank while an import into it runs. The import holds the bank's writers lock for its
+whole transaction (minutes for a big archive), here taken by a connection of the test exactly as an
+import takes it. A queued retain into that bank is not claimed until the import ends, so it cannot
+sit in a worker slot while other banks' operations wait; a synchronous one waits without a pooled
+connection, so twenty of them cannot take every connection of the server; past
+ENGRAM_RETAIN_IMPORT_WAIT_SECONDS it answers 503 having stored nothing."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator
+from concurrent.futures import ThreadPoolExecutor
+
+import asyncpg
+import httpx
+import pytest
+
+from engram.store import writer_locks
+from tests.conftest import RunningServer, start_server
+
+IMPORTING, ELSEWHERE = "importing", "elsewhere"
+POOL_SIZE = 20  # the server's pooled connections (engram.store.pool.open_store)
+
+# Sessions waiting for a lock: a retain that waited in its transaction (for the writers lock, or for
+# the bank row the first one inserted) held a pooled connection meanwhile.
+WAITING_FOR_LOCKS = "SELECT count(DISTINCT pid) FROM pg_locks WHERE NOT granted"
+
+
+def operation_status(client: httpx.Client, bank_id: str, operation_id: str) -> str:
+    return client.get(f"/v1/default/banks/{bank_id}/operations/{operation_id}").json()["status"]
+
+
+def queued_retain(client: httpx.Client, bank_id: str, text: str) -> str:
+    body = client.post(f"/v1/default/banks/{bank_id}/memories",
+                       json={"items": [{"content": text}], "async": True}).json()
+    return body["operation_id"]
+
+
+def retained_texts(client: httpx.Client, bank_id: str) -> list[str]:
+    items = client.get(f"/v1/default/banks/{bank_id}/memories/list", params={"limit": 100}).json()["items"]
+    return sorted(item["text"] for item in items)
+
+
+async def eventually(check, timeout: float = 30) -> None:
+    deadline = time.monotonic() + timeout
+    while not await asyncio.to_thread(check):
+        assert time.monotonic() < deadline, "never happened"
+        await asyncio.sleep(0.2)
+
+
+@pytest.fixture
+async def import_under_way(isolated_dsn: str) -> AsyncIterator[asyncpg.Connection]:
+    """A connection in a transaction holding the writers lock of IMPORTING, as an import does."""
+    holder = await asyncpg.connect(isolated_dsn)
+    transaction = holder.transaction()
+    await transaction.start()
+    await writer_locks.hold_bank_writers(holder, IMPORTING)
+    try:
+        yield holder
+    finally:
+        if not holder.is_closed():
+            await transaction.rollback()
+            await holder.close()
+
+
+async def import_done(holder: asyncpg.Connection) -> None:
+    await holder.close()  # the lock goes with the session, as with an import's commit
+
+
+@pytest.fixture
+def patient_server(isolated_dsn: str) -> AsyncIterator[RunningServer]:
+    running = start_server(isolated_dsn, name="retain-during-import")
+    yield running
+    running.stop()
+
+
+async def test_queued_retains_into_a_bank_being_imported_wait_unclaimed_while_other_banks_go_on(
+    patient_server: RunningServer, import_under_way: asyncpg.Connection
+) -> None:
+    with patient_server.client() as client:
+        # two, one for each of the worker's slots: claimed, each would wait there for the import
+        held = [queued_retain(client, IMPORTING, f"Crate {n} of lamp oil reached the lighthouse.") for n in (1, 2)]
+        other = queued_retain(client, ELSEWHERE, "Ines painted the harbour wall blue.")
+        await eventually(lambda: operation_status(client, ELSEWHERE, other) == "completed")
+        assert [operation_status(client, IMPORTING, op) for op in held] == ["pending", "pending"], \
+            "not claimed while the import holds the bank"
+
+        await import_done(import_under_way)
+        for op in held:
+            await eventually(lambda op=op: operation_status(client, IMPORTING, op) == "completed")
+        assert retained_texts(client, IMPORTING) == [f"Crate {n} of lamp oil reached the lighthouse." for n in (1, 2)]
+
+
+async def test_synchronous_retains_wait_for_the_import_without_taking_the_servers_connections(
+    patient_server: RunningServer, import_under_way: asyncpg.Connection, isolated_dsn: str
+) -> None:
+    texts = [f"Barrel {n} of tar was stacked by the slipway." for n in range(POOL_SIZE)]
+    with patient_server.client() as client, ThreadPoolExecutor(POOL_SIZE) as threads:
+        assert client.post(f"/v1/default/banks/{ELSEWHERE}/memories",
+                           json={"items": [{"content": "Ines painted the harbour wall blue."}]}).status_code == 200
+        retains = [threads.submit(client.post, f"/v1/default/banks/{IMPORTING}/memories",
+                                  json={"items": [{"content": text}]}) for text in texts]
+        await asyncio.sleep(2.0)
+        assert not any(retain.done() for retain in retains), "they wait for the import"
+
+        looker = await asyncpg.connect(isolated_dsn)
+        try:
+            assert await looker.fetchval(WAITING_FOR_LOCKS) == 0, "none waits holding a connection"
+        finally:
+            await looker.close()
+        recall = await asyncio.to_thread(client.post, f"/v1/default/banks/{ELSEWHERE}/memories/recall",
+                                         json={"query": "Who painted the harbour wall?"}, timeout=10)
+        assert "Ines painted the harbour wall blue" in recall.json()["results"][0]["text"], \
+            "another bank's recall is answered meanwhile"
+
+        await import_done(import_under_way)
+        assert [(await asyncio.to_thread(retain.result, 60)).status_code for retain in retains] == [200] * POOL_SIZE
+        assert retained_texts(client, IMPORTING) == sorted(texts)
+
+
+async def test_a_synchronous_retain_waits_no_longer_than_its_limit_and_stores_nothing(
+    isolated_dsn: str, import_under_way: asyncpg.Connection
+) -> None:
+    server = start_server(isolated_dsn, {"ENGRAM_RETAIN_IMPORT_WAIT_SECONDS": "1"}, name="retain-import-wait")
+    try:
+        with server.client() as client:
+            started = time.monotonic()
+            refused = await asyncio.to_thread(client.post, f"/v1/default/banks/{IMPORTING}/memories",
+                                              json={"items": [{"content": "Crate 3 of lamp oil was lost."}]})
+            waited = time.monotonic() - started
+            assert refused.status_code == 503, refused.text
+            assert "an import into bank 'importing' is under way" in refused.json()["detail"]
+            assert refused.headers["Retry-After"]
+            assert 1.0 <= waited < 10, f"it waited {waited:.1f} s"
+
+            await import_done(import_under_way)
+            listed = client.get(f"/v1/default/banks/{IMPORTING}/memories/list")
+            assert listed.status_code == 404, "nothing of the refused retain was stored, not even its bank"
+            again = client.post(f"/v1/default/banks/{IMPORTING}/memories",
+                                json={"items": [{"content": "Crate 3 of lamp oil was lost."}]})
+            assert again.status_code == 200 and retained_texts(client, IMPORTING) == ["Crate 3 of lamp oil was lost."]
+    finally:
+        server.stop()
