@@ -1,9 +1,10 @@
-"""Retains into a bank while an import into it runs. The import holds the bank's writers lock for its
-whole transaction (minutes for a big archive), here taken by a connection of the test exactly as an
-import takes it. A queued retain into that bank is not claimed until the import ends, so it cannot
-sit in a worker slot while other banks' operations wait; a synchronous one waits without a pooled
-connection, so twenty of them cannot take every connection of the server; past
-ENGRAM_RETAIN_IMPORT_WAIT_SECONDS it answers 503 having stored nothing."""
+"""Retains into a bank while an import merges into it. The import holds the bank's writers lock and
+its updated bank row for its whole transaction (minutes for a big archive), here taken by a
+connection of the test as an import takes them. Queuing a retain does not wait for the bank row; a
+queued retain into that bank is not claimed until the import ends, so it cannot sit in a worker slot
+while other banks' operations wait; a synchronous one waits without a pooled connection, so twenty
+of them cannot take every connection of the server; past ENGRAM_RETAIN_IMPORT_WAIT_SECONDS it
+answers 503 having stored nothing."""
 
 from __future__ import annotations
 
@@ -33,7 +34,7 @@ def operation_status(client: httpx.Client, bank_id: str, operation_id: str) -> s
 
 def queued_retain(client: httpx.Client, bank_id: str, text: str) -> str:
     body = client.post(f"/v1/default/banks/{bank_id}/memories",
-                       json={"items": [{"content": text}], "async": True}).json()
+                       json={"items": [{"content": text}], "async": True}, timeout=10).json()
     return body["operation_id"]
 
 
@@ -51,11 +52,14 @@ async def eventually(check, timeout: float = 30) -> None:
 
 @pytest.fixture
 async def import_under_way(isolated_dsn: str) -> AsyncIterator[asyncpg.Connection]:
-    """A connection in a transaction holding the writers lock of IMPORTING, as an import does."""
+    """A connection in a transaction holding the writers lock of IMPORTING, then its bank row, as an
+    import merging into the bank does (`importer.import_archive`)."""
     holder = await asyncpg.connect(isolated_dsn)
+    await holder.execute("INSERT INTO banks (bank_id, name) VALUES ($1, $1)", IMPORTING)
     transaction = holder.transaction()
     await transaction.start()
     await writer_locks.hold_bank_writers(holder, IMPORTING)
+    await holder.execute("UPDATE banks SET mission = 'Restored from an archive' WHERE bank_id = $1", IMPORTING)
     try:
         yield holder
     finally:
@@ -119,26 +123,28 @@ async def test_synchronous_retains_wait_for_the_import_without_taking_the_server
         assert retained_texts(client, IMPORTING) == sorted(texts)
 
 
-async def test_a_synchronous_retain_waits_no_longer_than_its_limit_and_stores_nothing(
-    isolated_dsn: str, import_under_way: asyncpg.Connection
-) -> None:
-    server = start_server(isolated_dsn, {"ENGRAM_RETAIN_IMPORT_WAIT_SECONDS": "1"}, name="retain-import-wait")
-    try:
-        with server.client() as client:
-            started = time.monotonic()
-            refused = await asyncio.to_thread(client.post, f"/v1/default/banks/{IMPORTING}/memories",
-                                              json={"items": [{"content": "Crate 3 of lamp oil was lost."}]})
-            waited = time.monotonic() - started
-            assert refused.status_code == 503, refused.text
-            assert "an import into bank 'importing' is under way" in refused.json()["detail"]
-            assert refused.headers["Retry-After"]
-            assert 1.0 <= waited < 10, f"it waited {waited:.1f} s"
+@pytest.fixture
+def impatient_server(isolated_dsn: str) -> AsyncIterator[RunningServer]:
+    running = start_server(isolated_dsn, {"ENGRAM_RETAIN_IMPORT_WAIT_SECONDS": "1"}, name="retain-import-wait")
+    yield running
+    running.stop()
 
-            await import_done(import_under_way)
-            listed = client.get(f"/v1/default/banks/{IMPORTING}/memories/list")
-            assert listed.status_code == 404, "nothing of the refused retain was stored, not even its bank"
-            again = client.post(f"/v1/default/banks/{IMPORTING}/memories",
-                                json={"items": [{"content": "Crate 3 of lamp oil was lost."}]})
-            assert again.status_code == 200 and retained_texts(client, IMPORTING) == ["Crate 3 of lamp oil was lost."]
-    finally:
-        server.stop()
+
+async def test_a_synchronous_retain_waits_no_longer_than_its_limit_and_stores_nothing(
+    impatient_server: RunningServer, import_under_way: asyncpg.Connection
+) -> None:
+    with impatient_server.client() as client:
+        started = time.monotonic()
+        refused = await asyncio.to_thread(client.post, f"/v1/default/banks/{IMPORTING}/memories",
+                                          json={"items": [{"content": "Crate 3 of lamp oil was lost."}]})
+        waited = time.monotonic() - started
+        assert refused.status_code == 503, refused.text
+        assert "an import into bank 'importing' is under way" in refused.json()["detail"]
+        assert refused.headers["Retry-After"]
+        assert 1.0 <= waited < 10, f"it waited {waited:.1f} s"
+
+        await import_done(import_under_way)
+        assert retained_texts(client, IMPORTING) == [], "nothing of the refused retain was stored"
+        again = client.post(f"/v1/default/banks/{IMPORTING}/memories",
+                            json={"items": [{"content": "Crate 3 of lamp oil was lost."}]})
+        assert again.status_code == 200 and retained_texts(client, IMPORTING) == ["Crate 3 of lamp oil was lost."]

@@ -17,9 +17,13 @@ async def get_bank(conn: Conn, bank_id: str) -> asyncpg.Record | None:
 
 
 async def ensure_bank(conn: Conn, bank_id: str) -> None:
-    """Create the bank with defaults if it does not exist (retain auto-creates banks)."""
+    """Create the bank with defaults if it does not exist (retain auto-creates banks). An existing bank
+    is seen as committed and left alone: inserted regardless, the conflict on a bank row that an
+    import (or any open transaction) has updated waited for that transaction to end, holding a
+    pooled connection all the while."""
     await conn.execute(
-        "INSERT INTO banks (bank_id, name) VALUES ($1, $1) ON CONFLICT (bank_id) DO NOTHING", bank_id
+        "INSERT INTO banks (bank_id, name) SELECT $1, $1 WHERE NOT EXISTS (SELECT 1 FROM banks WHERE bank_id = $1)"
+        " ON CONFLICT (bank_id) DO NOTHING", bank_id
     )
 
 
