@@ -26,11 +26,9 @@ from engram.retain.label_config import LabelGroup, groups_from_config
 from engram.retain.prepare import PreparedItem
 from engram.store import document_events, semantic_links
 from engram.store import facts_write as fw
-from engram.store.banks import ensure_bank
 from engram.store.statistics import BULK_RETAIN_FACTS, analyze_if_stale, publish_write_counts
-from engram.store.tx import transaction
 from engram.store.unit_ids import new_unit_id
-from engram.store.writer_locks import lock_documents, wait_for_bank_writers
+from engram.store.writer_locks import lock_documents, writing_to_bank
 
 if TYPE_CHECKING:
     from engram.services import Services
@@ -287,12 +285,10 @@ async def _write(
     all are), then their entities and links. A bulk retain that removes no facts searches its
     semantic links beside the transaction (`semantic_links.link_bulk`); one that does searches inside
     it, where the removed facts are gone and cannot take a new fact's places. While an import holds
-    the bank it waits without a connection (`wait_for_bank_writers`, up to `import_wait` seconds)."""
+    the bank it waits without a connection (`writing_to_bank`, up to `import_wait` seconds)."""
     from engram.retain.entities import Mention, store_entities
 
-    await wait_for_bank_writers(services.pool, bank_id, import_wait)
-    async with transaction(services.pool) as conn:
-        await ensure_bank(conn, bank_id)
+    async with writing_to_bank(services.pool, bank_id, import_wait) as conn:
         removed_facts = await _write_documents(conn, bank_id, plans, extraction, store_text)
         stored = 0
         async for ready in embedded():

@@ -16,15 +16,16 @@ async def get_bank(conn: Conn, bank_id: str) -> asyncpg.Record | None:
     return await conn.fetchrow("SELECT * FROM banks WHERE bank_id = $1", bank_id)
 
 
+# Inserts the bank $1 with defaults unless a committed one exists (more conditions may follow, with
+# AND). Inserted regardless, the conflict on a bank row that an import (or any open transaction) had
+# updated waited for that transaction's end, holding a pooled connection all the while.
+MISSING_BANK = """INSERT INTO banks (bank_id, name) SELECT $1, $1
+    WHERE NOT EXISTS (SELECT 1 FROM banks WHERE bank_id = $1) {and_also} ON CONFLICT (bank_id) DO NOTHING"""
+
+
 async def ensure_bank(conn: Conn, bank_id: str) -> None:
-    """Create the bank with defaults if it does not exist (retain auto-creates banks). An existing bank
-    is seen as committed and left alone: inserted regardless, the conflict on a bank row that an
-    import (or any open transaction) has updated waited for that transaction to end, holding a
-    pooled connection all the while."""
-    await conn.execute(
-        "INSERT INTO banks (bank_id, name) SELECT $1, $1 WHERE NOT EXISTS (SELECT 1 FROM banks WHERE bank_id = $1)"
-        " ON CONFLICT (bank_id) DO NOTHING", bank_id
-    )
+    """Create the bank with defaults if it does not exist (retain auto-creates banks)."""
+    await conn.execute(MISSING_BANK.format(and_also=""), bank_id)
 
 
 async def upsert_bank(

@@ -11,13 +11,22 @@ import with "out of shared memory"."""
 from __future__ import annotations
 
 import asyncio
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import Any
 
 from engram.errors import BankBusy
+from engram.store.banks import MISSING_BANK
+from engram.store.tx import Conn, transaction
 
-# The writers lock's key: the bank id hashed with a seed no other lock of Engram's uses, so it never
-# meets a document's or a name's key.
-_BANK_WRITERS_KEY = "hashtextextended($1, 2)"
+
+def _writers_key(bank_sql: str) -> str:
+    """The writers lock's key: the bank id hashed with a seed no other lock of Engram's uses, so it
+    never meets a document's or a name's key."""
+    return f"hashtextextended({bank_sql}, 2)"
+
+
+_BANK_WRITERS_KEY = _writers_key("$1")
 
 
 def _after_bank_writers(keys: str) -> str:
@@ -53,17 +62,37 @@ async def lock_names(conn: Any, bank_id: str, keys: list[str]) -> None:
 
 
 def bank_writers_free(bank_sql: str) -> str:
-    """SQL that is true when no import holds the writers lock of the bank `bank_sql` names: it tries
-    the lock shared, which an autocommit statement lets go of as it ends."""
-    return f"pg_try_advisory_xact_lock_shared(hashtextextended({bank_sql}, 2))"
+    """SQL that is true when no import holds the writers lock of the bank `bank_sql` names: it takes
+    the lock shared if it can, to the end of the transaction (at once in an autocommit statement)."""
+    return f"pg_try_advisory_xact_lock_shared({_writers_key(bank_sql)})"
+
+
+# The first statement of a retain's transaction: the bank's writers lock shared, then the bank made if
+# missing; false, with neither done, while an import holds the lock.
+_ENTER_BANK = f"""WITH free AS MATERIALIZED (SELECT {bank_writers_free('$1')} AS ok),
+    made AS ({MISSING_BANK.format(and_also="AND (SELECT ok FROM free)")})
+SELECT ok FROM free"""
+
+
+@asynccontextmanager
+async def writing_to_bank(pool: Any, bank_id: str, import_wait: float | None) -> AsyncIterator[Conn]:
+    """A transaction for a retain into the bank, begun once no import holds the bank, with the bank
+    made if missing. While an import holds it, the retain waits without a connection
+    (`wait_for_bank_writers`, up to `import_wait` seconds) and begins again: waiting inside its
+    transaction, it held a pooled connection (and a worker slot) for the whole import, so twenty of
+    them took every connection of the server. The check is the transaction's first statement,
+    so a retain pays no extra round trip for it."""
+    while True:
+        async with transaction(pool) as conn:
+            if await conn.fetchval(_ENTER_BANK, bank_id):
+                yield conn
+                return
+        await wait_for_bank_writers(pool, bank_id, import_wait)
 
 
 async def wait_for_bank_writers(pool: Any, bank_id: str, timeout: float | None) -> None:
-    """Return once no import holds the bank's writers lock, polling without keeping a connection: a
-    retain that waited inside its transaction held a pooled connection (and a worker slot) for the
-    whole import, so twenty of them took every connection of the server. Past `timeout` seconds
-    (None: as long as the import takes), BankBusy. A retain that an import overtakes between this
-    and its own lock still waits inside its transaction, as before."""
+    """Return once no import holds the bank's writers lock, looking at most every second without
+    keeping a connection. Past `timeout` seconds (None: as long as the import takes), BankBusy."""
     loop = asyncio.get_running_loop()
     deadline = None if timeout is None else loop.time() + timeout
     delay = 0.05
