@@ -6,7 +6,9 @@ writers lock *shared*, which costs nothing while no import runs. An import holds
 *exclusively* instead, for its whole transaction: one lock, however many documents and names it
 writes. One lock per document and per name, held to the end of an import's single transaction, filled
 PostgreSQL's lock table (~13,000 locks at the default `max_locks_per_transaction`) and failed the
-import with "out of shared memory"."""
+import with "out of shared memory". A retain's transaction takes the writers lock shared first of
+all, only if it can (`writing_to_bank`): while an import holds it, the retain waits outside any
+transaction, and a worker does not claim it (`bank_writers_free` in `operations.claim_next`)."""
 
 from __future__ import annotations
 
