@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 
 import asyncpg
@@ -43,7 +43,7 @@ def retained_texts(client: httpx.Client, bank_id: str) -> list[str]:
     return sorted(item["text"] for item in items)
 
 
-async def eventually(check, timeout: float = 30) -> None:
+async def eventually(check: Callable[[], bool], timeout: float = 30) -> None:
     deadline = time.monotonic() + timeout
     while not await asyncio.to_thread(check):
         assert time.monotonic() < deadline, "never happened"
@@ -73,7 +73,7 @@ async def import_done(holder: asyncpg.Connection) -> None:
 
 
 @pytest.fixture
-def patient_server(isolated_dsn: str) -> AsyncIterator[RunningServer]:
+def patient_server(isolated_dsn: str) -> Iterator[RunningServer]:
     running = start_server(isolated_dsn, name="retain-during-import")
     yield running
     running.stop()
@@ -124,7 +124,7 @@ async def test_synchronous_retains_wait_for_the_import_without_taking_the_server
 
 
 @pytest.fixture
-def impatient_server(isolated_dsn: str) -> AsyncIterator[RunningServer]:
+def impatient_server(isolated_dsn: str) -> Iterator[RunningServer]:
     running = start_server(isolated_dsn, {"ENGRAM_RETAIN_IMPORT_WAIT_SECONDS": "1"}, name="retain-import-wait")
     yield running
     running.stop()
