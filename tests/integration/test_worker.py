@@ -3,6 +3,7 @@ worker accepted, and an operation left `processing` by a dead worker is reclaime
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import subprocess
@@ -12,6 +13,7 @@ import uuid
 
 import asyncpg
 import httpx
+import pytest
 
 from tests.conftest import ARTIFACTS, start_server
 
@@ -92,14 +94,7 @@ async def test_a_worker_that_lost_its_lease_records_nothing_when_it_resumes(isol
     store = await open_store(Settings.from_env({"ENGRAM_DATABASE_URL": isolated_dsn}))
     try:
         frozen = Worker(Services(settings=Settings.from_env({}), store=store))
-        operation_id = uuid.uuid4()
-        await store.pool.execute("INSERT INTO banks (bank_id) VALUES ($1)", bank_id)
-        await store.pool.execute(
-            "INSERT INTO async_operations (id, bank_id, operation_type, status, payload, items_count, worker_id,"
-            " lease_expires_at, started_at) VALUES ($1, $2, 'retain', 'processing', '{}'::jsonb, 1, $3,"
-            " now() - interval '1 second', now())",
-            operation_id, bank_id, frozen.worker_id,
-        )
+        operation_id = await running_operation(store.pool, bank_id, frozen.worker_id, lease_left_s=-1)
         other = Worker(Services(settings=Settings.from_env({}), store=store))
         claimed = await ops_claim(store.pool, other.worker_id)
         assert claimed == operation_id, "the expired lease let the other worker take the operation"
@@ -113,6 +108,50 @@ async def test_a_worker_that_lost_its_lease_records_nothing_when_it_resumes(isol
         assert (row["status"], row["result"], row["error_message"]) == ("completed", {"facts": 1, "by": "other"}, None)
     finally:
         await store.close()
+
+
+async def test_a_worker_keeps_its_lease_when_every_pooled_connection_is_taken(
+    isolated_dsn: str, bank_id: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Until session 31, twenty requests waiting for an import held every pooled connection; a live
+    worker's lease renewal waited with them, the lease ran out, and a second slot claimed the operation
+    and ran it again. A renewal that gets no pooled connection in time uses one of its own."""
+    from engram.services import Services
+    from engram.settings import Settings
+    from engram.store.pool import open_store
+    from engram.worker import runner
+
+    monkeypatch.setattr(runner, "LEASE_POOL_WAIT_S", 0.5)
+    store = await open_store(Settings.from_env({"ENGRAM_DATABASE_URL": isolated_dsn}))
+    try:
+        worker = runner.Worker(Services(settings=Settings.from_env({}), store=store))
+        operation_id = await running_operation(store.pool, bank_id, worker.worker_id, lease_left_s=2)
+        taken = [await store.pool.acquire() for _ in range(store.pool.get_max_size())]
+        try:
+            await asyncio.wait_for(worker.extend_lease(operation_id, 60), 10)
+            left = await taken[0].fetchval(
+                "SELECT extract(epoch FROM lease_expires_at - now()) FROM async_operations WHERE id = $1", operation_id)
+        finally:
+            for conn in taken:
+                await store.pool.release(conn)
+        assert left > 50, "the lease was extended by a minute"
+        await asyncio.sleep(2.5)  # past the lease it had
+        assert await ops_claim(store.pool, "another worker") is None, "no other worker can take it"
+    finally:
+        await store.close()
+
+
+async def running_operation(pool: asyncpg.Pool, bank_id: str, worker_id: str, lease_left_s: float) -> uuid.UUID:
+    """A retain of a new bank, being run by `worker_id`, its lease ending `lease_left_s` from now."""
+    operation_id = uuid.uuid4()
+    await pool.execute("INSERT INTO banks (bank_id) VALUES ($1)", bank_id)
+    await pool.execute(
+        "INSERT INTO async_operations (id, bank_id, operation_type, status, payload, items_count, worker_id,"
+        " lease_expires_at, started_at) VALUES ($1, $2, 'retain', 'processing', '{}'::jsonb, 1, $3,"
+        " now() + make_interval(secs => $4), now())",
+        operation_id, bank_id, worker_id, lease_left_s,
+    )
+    return operation_id
 
 
 async def ops_claim(pool: asyncpg.Pool, worker_id: str) -> uuid.UUID | None:

@@ -12,17 +12,20 @@ import uuid
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
+import asyncpg
+
 from engram.llm import trace_context
 from engram.store import operations as ops
 from engram.store.pool import is_unavailable
 from engram.worker.handlers import HANDLERS
 
 if TYPE_CHECKING:
-    import asyncpg
-
     from engram.services import Services
 
 log = logging.getLogger("engram.worker")
+
+# How long a lease renewal waits for a pooled connection before it opens one of its own.
+LEASE_POOL_WAIT_S = 5.0
 
 
 class Worker:
@@ -157,6 +160,28 @@ class Worker:
         while True:
             await asyncio.sleep(lease / 3)
             try:
-                await ops.extend_lease(self.services.pool, op_id, self.worker_id, lease)
+                await self.extend_lease(op_id, lease)
             except Exception as exc:  # the database may be restarting: the next beat tries again
                 log.warning("operation %s: extending the lease failed: %s", op_id, exc)
+
+    async def extend_lease(self, op_id: uuid.UUID, lease: float) -> None:
+        """One renewal, on a pooled connection or, when none comes within LEASE_POOL_WAIT_S, on one of
+        its own: with every pooled connection taken for longer than the lease (twenty requests waiting
+        for an import did it until session 31), a live worker lost its operation, which a second slot
+        then claimed and ran again beside the first."""
+        pool = self.services.pool
+        try:
+            conn = await pool.acquire(timeout=LEASE_POOL_WAIT_S)
+        except TimeoutError:
+            log.warning("operation %s: no pooled connection in %.0f s; extending its lease on a connection of "
+                        "its own", op_id, LEASE_POOL_WAIT_S)
+            own = await asyncpg.connect(self.services.store.dsn, timeout=10)
+            try:
+                await ops.extend_lease(own, op_id, self.worker_id, lease)
+            finally:
+                await own.close()
+            return
+        try:
+            await ops.extend_lease(conn, op_id, self.worker_id, lease)
+        finally:
+            await pool.release(conn)
