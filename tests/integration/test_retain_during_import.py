@@ -1,6 +1,7 @@
 """Retains into a bank while an import merges into it. The import holds the bank's writers lock and
 its updated bank row for its whole transaction (minutes for a big archive), here taken by a
-connection of the test as an import takes them. Queuing a retain does not wait for the bank row; a
+connection of the test as an import takes them (a restore creating the bank has inserted the row
+instead). Queuing a retain does not wait for the bank row; a
 queued retain into that bank is not claimed until the import ends, so it cannot sit in a worker slot
 while other banks' operations wait; a synchronous one waits without a pooled connection, so twenty
 of them cannot take every connection of the server; past ENGRAM_RETAIN_IMPORT_WAIT_SECONDS it
@@ -68,6 +69,20 @@ async def import_under_way(isolated_dsn: str) -> AsyncIterator[asyncpg.Connectio
             await holder.close()
 
 
+@pytest.fixture
+async def restore_under_way(isolated_dsn: str) -> AsyncIterator[asyncpg.Connection]:
+    """A connection in a transaction holding the writers lock of IMPORTING, then its bank row inserted,
+    as a restore creating the bank does."""
+    holder = await asyncpg.connect(isolated_dsn)
+    await holder.execute("BEGIN")
+    await writer_locks.hold_bank_writers(holder, IMPORTING)
+    await holder.execute("INSERT INTO banks (bank_id, name, mission) VALUES ($1, $1, 'Restored')", IMPORTING)
+    try:
+        yield holder
+    finally:
+        await holder.close()  # uncommitted: rolled back
+
+
 async def import_done(holder: asyncpg.Connection) -> None:
     await holder.close()  # the lock goes with the session, as with an import's commit
 
@@ -94,6 +109,21 @@ async def test_queued_retains_into_a_bank_being_imported_wait_unclaimed_while_ot
         for op in held:
             await eventually(lambda op=op: operation_status(client, IMPORTING, op) == "completed")
         assert retained_texts(client, IMPORTING) == [f"Crate {n} of lamp oil reached the lighthouse." for n in (1, 2)]
+
+
+async def test_a_retain_queued_into_a_bank_a_restore_is_creating_is_accepted_at_once_and_runs_after_it(
+    patient_server: RunningServer, restore_under_way: asyncpg.Connection
+) -> None:
+    with patient_server.client() as client:
+        queued = queued_retain(client, IMPORTING, "Crate 4 of lamp oil reached the lighthouse.")
+        await asyncio.sleep(1.0)
+        assert operation_status(client, IMPORTING, queued) == "pending"
+
+        await restore_under_way.execute("COMMIT")
+        await eventually(lambda: operation_status(client, IMPORTING, queued) == "completed")
+        assert retained_texts(client, IMPORTING) == ["Crate 4 of lamp oil reached the lighthouse."]
+        mission = await restore_under_way.fetchval("SELECT mission FROM banks WHERE bank_id = $1", IMPORTING)
+        assert mission == "Restored", "the retain went into the bank the restore made"
 
 
 async def test_synchronous_retains_wait_for_the_import_without_taking_the_servers_connections(

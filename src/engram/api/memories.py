@@ -20,7 +20,7 @@ from engram.services import Services
 from engram.store import memories as store
 from engram.store import operations as ops
 from engram.store.bank_removals import removal_progress
-from engram.store.banks import ensure_bank
+from engram.store.writer_locks import ensure_bank_to_queue_into
 from engram.types import (
     DeleteResponse,
     RecallRequest,
@@ -41,7 +41,7 @@ async def retain(bank_id: str, body: RetainRequest, request: Request, svc: Servi
     prepared = prepare_items(body.items, body.document_tags)  # validate before accepting anything
     if body.async_:
         operation_id = parse_uuid(body.operation_id, "operation_id", missing_is_404=False) if body.operation_id else None
-        await ensure_bank(svc.pool, bank_id)
+        await ensure_bank_to_queue_into(svc.pool, bank_id)
         payload = {
             "items": [item.model_dump(mode="json", exclude_none=True) for item in body.items],
             "document_tags": body.document_tags,

@@ -104,11 +104,11 @@ async def retain(svc: Services, bank_id: str, args: RetainArgs) -> dict[str, Any
     right away."""
     from engram.retain.prepare import prepare_items
     from engram.store import operations as ops
-    from engram.store.banks import ensure_bank
+    from engram.store.writer_locks import ensure_bank_to_queue_into
 
     items = _memory_items(args)
     prepared = prepare_items(items, None)  # refuse bad input now, not later in the worker
-    await ensure_bank(svc.pool, bank_id)
+    await ensure_bank_to_queue_into(svc.pool, bank_id)
     payload = {"items": [item.model_dump(mode="json", exclude_none=True) for item in items], "document_tags": None}
     op_id, _ = await ops.enqueue(
         svc.pool, bank_id, "retain", payload, items_count=1, document_id=prepared[0].document_id

@@ -76,6 +76,18 @@ _ENTER_BANK = f"""WITH free AS MATERIALIZED (SELECT {bank_writers_free('$1')} AS
 SELECT ok FROM free"""
 
 
+# The bank made if missing, unless an import holds it (autocommit: the lock is let go at once).
+_BANK_TO_QUEUE_INTO = MISSING_BANK.format(and_also=f"AND {bank_writers_free('$1')}")
+
+
+async def ensure_bank_to_queue_into(conn: Conn, bank_id: str) -> None:
+    """Make the bank a retain is queued into if missing, except while an import holds it: a restore
+    creating the bank has inserted its row uncommitted, and an insert beside it waited for the whole
+    restore, holding a pooled connection. The retain queued then runs after the import, into the
+    bank it made (or into one the retain makes, if the import failed)."""
+    await conn.execute(_BANK_TO_QUEUE_INTO, bank_id)
+
+
 @asynccontextmanager
 async def writing_to_bank(pool: Any, bank_id: str, import_wait: float | None) -> AsyncIterator[Conn]:
     """A transaction for a retain into the bank, begun once no import holds the bank, with the bank
