@@ -88,7 +88,7 @@ class Memory:
         services = await self._open()
         prepared = prepare_items([MemoryItem.model_validate(i) for i in items], document_tags)
         outcome = await retain_items(services, bank_id, prepared,
-                                     import_wait=services.settings.retain_import_wait_seconds)
+                                     import_wait=services.settings.import_wait_seconds)
         return {"items_count": outcome.items_count, "memory_ids": [str(u) for u in outcome.unit_ids]}
 
     def retain(self, bank_id: str, content: str, **item: Any) -> dict[str, Any]:

@@ -4,7 +4,7 @@ connection of the test as an import takes them (a restore creating the bank has 
 instead). Queuing a retain does not wait for the bank row; a
 queued retain into that bank is not claimed until the import ends, so it cannot sit in a worker slot
 while other banks' operations wait; a synchronous one waits without a pooled connection, so twenty
-of them cannot take every connection of the server; past ENGRAM_RETAIN_IMPORT_WAIT_SECONDS it
+of them cannot take every connection of the server; past ENGRAM_IMPORT_WAIT_SECONDS it
 answers 503 having stored nothing."""
 
 from __future__ import annotations
@@ -27,6 +27,14 @@ POOL_SIZE = 20  # the server's pooled connections (engram.store.pool.open_store)
 # Sessions waiting for a lock: a retain that waited in its transaction (for the writers lock, or for
 # the bank row the first one inserted) held a pooled connection meanwhile.
 WAITING_FOR_LOCKS = "SELECT count(DISTINCT pid) FROM pg_locks WHERE NOT granted"
+
+
+async def sessions_waiting_for_locks(dsn: str) -> int:
+    looker = await asyncpg.connect(dsn)
+    try:
+        return await looker.fetchval(WAITING_FOR_LOCKS)
+    finally:
+        await looker.close()
 
 
 def operation_status(client: httpx.Client, bank_id: str, operation_id: str) -> str:
@@ -138,11 +146,7 @@ async def test_synchronous_retains_wait_for_the_import_without_taking_the_server
         await asyncio.sleep(2.0)
         assert not any(retain.done() for retain in retains), "they wait for the import"
 
-        looker = await asyncpg.connect(isolated_dsn)
-        try:
-            assert await looker.fetchval(WAITING_FOR_LOCKS) == 0, "none waits holding a connection"
-        finally:
-            await looker.close()
+        assert await sessions_waiting_for_locks(isolated_dsn) == 0, "none waits holding a connection"
         recall = await asyncio.to_thread(client.post, f"/v1/default/banks/{ELSEWHERE}/memories/recall",
                                          json={"query": "Who painted the harbour wall?"}, timeout=10)
         assert "Ines painted the harbour wall blue" in recall.json()["results"][0]["text"], \
@@ -153,9 +157,28 @@ async def test_synchronous_retains_wait_for_the_import_without_taking_the_server
         assert retained_texts(client, IMPORTING) == sorted(texts)
 
 
+async def test_changes_to_a_bank_being_imported_wait_for_it_without_a_connection(
+    patient_server: RunningServer, import_under_way: asyncpg.Connection, isolated_dsn: str
+) -> None:
+    with patient_server.client() as client, ThreadPoolExecutor(2) as threads:
+        changes = [threads.submit(client.patch, f"/v1/default/banks/{IMPORTING}/config",
+                                  json={"updates": {"retain_chunk_size": 2000}}),
+                   threads.submit(client.patch, f"/v1/default/banks/{IMPORTING}", json={"mission": "Keep the light"})]
+        await asyncio.sleep(1.5)
+        assert not any(change.done() for change in changes), "they wait for the import"
+        assert await sessions_waiting_for_locks(isolated_dsn) == 0, "none waits holding a connection"
+
+        await import_done(import_under_way)
+        config, profile = [await asyncio.to_thread(change.result, 60) for change in changes]
+        assert (config.status_code, profile.status_code) == (200, 200)
+        assert config.json()["overrides"]["retain_chunk_size"] == 2000
+        assert profile.json()["mission"] == "Keep the light"
+        assert client.get(f"/v1/default/banks/{IMPORTING}/config").json()["overrides"]["retain_chunk_size"] == 2000
+
+
 @pytest.fixture
 def impatient_server(isolated_dsn: str) -> Iterator[RunningServer]:
-    running = start_server(isolated_dsn, {"ENGRAM_RETAIN_IMPORT_WAIT_SECONDS": "1"}, name="retain-import-wait")
+    running = start_server(isolated_dsn, {"ENGRAM_IMPORT_WAIT_SECONDS": "1"}, name="retain-import-wait")
     yield running
     running.stop()
 
@@ -178,3 +201,15 @@ async def test_a_synchronous_retain_waits_no_longer_than_its_limit_and_stores_no
         again = client.post(f"/v1/default/banks/{IMPORTING}/memories",
                             json={"items": [{"content": "Crate 3 of lamp oil was lost."}]})
         assert again.status_code == 200 and retained_texts(client, IMPORTING) == ["Crate 3 of lamp oil was lost."]
+
+
+async def test_a_change_to_a_bank_waits_no_longer_than_the_limit_and_changes_nothing(
+    impatient_server: RunningServer, import_under_way: asyncpg.Connection
+) -> None:
+    with impatient_server.client() as client:
+        refused = await asyncio.to_thread(client.patch, f"/v1/default/banks/{IMPORTING}/config",
+                                          json={"updates": {"retain_chunk_size": 2000}})
+        assert refused.status_code == 503, refused.text
+        assert "under way and holds its writers; nothing was changed" in refused.json()["detail"]
+        await import_done(import_under_way)
+        assert "retain_chunk_size" not in client.get(f"/v1/default/banks/{IMPORTING}/config").json()["overrides"]

@@ -15,6 +15,7 @@ from engram.services import Services
 from engram.store import aliases as alias_store
 from engram.store import banks as store
 from engram.store.bank_removals import removal_progress, removal_under_way
+from engram.store.writer_locks import wait_for_bank_writers
 from engram.types import (
     BankConfigResponse,
     BankConfigUpdate,
@@ -97,11 +98,19 @@ async def list_banks(
     return BankListResponse(banks=items, total=total, limit=limit, offset=offset)
 
 
+async def after_any_import(svc: Services, bank_id: str) -> None:
+    """Wait, without a connection, for an import into the bank to end (up to ENGRAM_IMPORT_WAIT_SECONDS,
+    then 503): it holds the bank's row from its start to its end, and a change to the row waited for
+    it holding a pooled connection."""
+    await wait_for_bank_writers(svc.pool, bank_id, svc.settings.import_wait_seconds, undone="changed")
+
+
 @router.put("/{bank_id}", response_model=BankProfileResponse)
 @router.patch("/{bank_id}", response_model=BankProfileResponse)
 async def create_or_update_bank(
     bank_id: str, body: CreateBankRequest = Body(default_factory=CreateBankRequest), svc: Services = Depends(services)
 ) -> BankProfileResponse:
+    await after_any_import(svc, bank_id)
     await store.upsert_bank(
         svc.pool,
         bank_id,
@@ -115,6 +124,7 @@ async def create_or_update_bank(
 
 @router.delete("/{bank_id}", response_model=DeleteResponse)
 async def delete_bank(bank_id: str, svc: Services = Depends(services)) -> DeleteResponse:
+    await after_any_import(svc, bank_id)
     async with removal_progress(svc.pool, bank_id, "delete") as progress:
         deleted = await store.delete_bank(svc.pool, bank_id, progress=progress)
     svc.link_counts.forget(bank_id)
@@ -154,6 +164,7 @@ async def get_config(bank_id: str, svc: Services = Depends(services)) -> BankCon
 @router.patch("/{bank_id}/config", response_model=BankConfigResponse)
 async def update_config(bank_id: str, body: BankConfigUpdate, svc: Services = Depends(services)) -> BankConfigResponse:
     updates = validate_updates(body.updates)
+    await after_any_import(svc, bank_id)
     await store.ensure_bank(svc.pool, bank_id)
     row = await store.get_bank(svc.pool, bank_id)
     overrides = {**(row["config"] or {}), **updates}
@@ -166,6 +177,7 @@ async def update_config(bank_id: str, body: BankConfigUpdate, svc: Services = De
 @router.delete("/{bank_id}/config", response_model=BankConfigResponse)
 async def reset_config(bank_id: str, svc: Services = Depends(services)) -> BankConfigResponse:
     await require_bank(svc, bank_id)
+    await after_any_import(svc, bank_id)
     await store.set_config_overrides(svc.pool, bank_id, {})
     return await _config_response(svc, bank_id)
 

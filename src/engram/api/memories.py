@@ -57,7 +57,7 @@ async def retain(bank_id: str, body: RetainRequest, request: Request, svc: Servi
             success=True, bank_id=bank_id, items_count=len(body.items), async_=True,
             operation_id=str(op_id), operation_ids=[str(op_id)],
         )
-    outcome = await retain_items(svc, bank_id, prepared, import_wait=svc.settings.retain_import_wait_seconds)
+    outcome = await retain_items(svc, bank_id, prepared, import_wait=svc.settings.import_wait_seconds)
     await record_sync_retain(svc.pool, bank_id, {"items": [{"document_id": p.document_id} for p in prepared],
                                                  "document_tags": body.document_tags}, len(outcome.unit_ids))
     usage = TokenUsage(

@@ -126,7 +126,7 @@ async def sync_retain(svc: Services, bank_id: str, args: RetainArgs) -> dict[str
     from engram.types import RetainResponse, TokenUsage
 
     outcome = await retain_items(svc, bank_id, prepare_items(_memory_items(args), None),
-                                 import_wait=svc.settings.retain_import_wait_seconds)
+                                 import_wait=svc.settings.import_wait_seconds)
     usage = TokenUsage(input_tokens=outcome.usage.input_tokens, output_tokens=outcome.usage.output_tokens,
                        total_tokens=outcome.usage.input_tokens + outcome.usage.output_tokens)
     response = RetainResponse(success=True, bank_id=bank_id, items_count=outcome.items_count, async_=False,
@@ -236,7 +236,9 @@ async def create_bank(svc: Services, bank_id: str, args: CreateBankArgs) -> dict
     """Create a memory bank, or update the name, mission or background of an existing one. Banks are
     isolated: each has its own memories."""
     from engram.store import banks as store
+    from engram.store.writer_locks import wait_for_bank_writers
 
+    await wait_for_bank_writers(svc.pool, bank_id, svc.settings.import_wait_seconds, undone="changed")
     row = await store.upsert_bank(svc.pool, bank_id, name=args.name, mission=args.mission,
                                   background=args.background, config_updates={})
     return compact({"bank_id": bank_id, "name": row["name"], "mission": row["mission"],

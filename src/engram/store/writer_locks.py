@@ -104,9 +104,10 @@ async def writing_to_bank(pool: Any, bank_id: str, import_wait: float | None) ->
         await wait_for_bank_writers(pool, bank_id, import_wait)
 
 
-async def wait_for_bank_writers(pool: Any, bank_id: str, timeout: float | None) -> None:
+async def wait_for_bank_writers(pool: Any, bank_id: str, timeout: float | None, undone: str = "retained") -> None:
     """Return once no import holds the bank's writers lock, looking at most every second without
-    keeping a connection. Past `timeout` seconds (None: as long as the import takes), BankBusy."""
+    keeping a connection. Past `timeout` seconds (None: as long as the import takes), BankBusy saying
+    that nothing was `undone`."""
     loop = asyncio.get_running_loop()
     deadline = None if timeout is None else loop.time() + timeout
     delay = 0.05
@@ -114,7 +115,7 @@ async def wait_for_bank_writers(pool: Any, bank_id: str, timeout: float | None) 
         left = None if deadline is None else deadline - loop.time()
         if left is not None and left <= 0:
             raise BankBusy(f"an import into bank '{bank_id}' is under way and holds its writers; nothing was "
-                           "retained: retry once the import has finished (the bank's operations show it)")
+                           f"{undone}: retry once the import has finished (the bank's operations show it)")
         await asyncio.sleep(delay if left is None else min(delay, left))
         delay = min(delay * 2, 1.0)
 
