@@ -95,11 +95,18 @@ async def import_done(holder: asyncpg.Connection) -> None:
     await holder.close()  # the lock goes with the session, as with an import's commit
 
 
+def server_waiting(dsn: str, name: str, env: dict[str, str] | None = None) -> Iterator[RunningServer]:
+    running = start_server(dsn, env, name=name)
+    try:
+        yield running
+    finally:
+        running.stop()
+
+
 @pytest.fixture
 def patient_server(isolated_dsn: str) -> Iterator[RunningServer]:
-    running = start_server(isolated_dsn, name="retain-during-import")
-    yield running
-    running.stop()
+    """A server whose requests wait the default minute for an import."""
+    yield from server_waiting(isolated_dsn, "retain-during-import")
 
 
 async def test_queued_retains_into_a_bank_being_imported_wait_unclaimed_while_other_banks_go_on(
@@ -178,9 +185,8 @@ async def test_changes_to_a_bank_being_imported_wait_for_it_without_a_connection
 
 @pytest.fixture
 def impatient_server(isolated_dsn: str) -> Iterator[RunningServer]:
-    running = start_server(isolated_dsn, {"ENGRAM_IMPORT_WAIT_SECONDS": "1"}, name="retain-import-wait")
-    yield running
-    running.stop()
+    """A server whose requests wait one second for an import."""
+    yield from server_waiting(isolated_dsn, "retain-import-wait", {"ENGRAM_IMPORT_WAIT_SECONDS": "1"})
 
 
 async def test_a_synchronous_retain_waits_no_longer_than_its_limit_and_stores_nothing(
