@@ -12,6 +12,7 @@ from engram.bank_config import invalid_overrides, validate_updates
 from engram.errors import InvalidInput
 from engram.store import reflect_state as store
 from engram.store.banks import ensure_bank, get_bank, set_config_overrides
+from engram.store.writer_locks import wait_for_bank_writers
 from engram.types import CreateDirectiveRequest, MentalModelTrigger, Model
 
 if TYPE_CHECKING:
@@ -87,6 +88,8 @@ async def import_template(
     }
     if dry_run:
         return result
+    # The config goes on the bank's row, which an import into the bank holds: wait as a config change does.
+    await wait_for_bank_writers(services.pool, bank_id, services.settings.import_wait_seconds, undone="changed")
     await ensure_bank(services.pool, bank_id)
     async with services.pool.acquire() as conn, conn.transaction():
         if config:

@@ -99,7 +99,7 @@ async def test_progress_moves_a_chunk_of_facts_at_a_time_seen_from_outside_the_d
                 row = await removal_under_way(pool, bank_id)  # another connection than the delete's
                 seen.append((row["done"], row["total"]))
 
-            assert await memories.clear_units(pool, bank_id, None, watched) == 6
+            assert await memories.clear_units(pool, bank_id, None, watched, import_wait=None) == 6
         assert seen == [(2, 6), (4, 6), (6, 6), (6, 6)], "three chunks of facts, then one of documents"
         assert await removal_under_way(pool, bank_id) is None
     finally:

@@ -64,13 +64,13 @@ async def test_counts_after_deleting_documents_equal_a_recount(
         assert before == {"Ana": 4, "Bruno": 3, "Carla": 2, "Dario": 1}
         pairs_before = await conn.fetchval("SELECT count(*) FROM entity_cooccurrences WHERE bank_id = $1", BANK)
 
-        assert await delete_document(conn, BANK, "doc-2") == 1
+        assert await delete_document(conn, BANK, "doc-2", import_wait=None) == 1
         after = await assert_counts_match_a_recount(conn)
         assert after == {"Ana": 3, "Bruno": 2, "Carla": 2}, "Dario, no longer mentioned, is gone"
         pairs = await conn.fetchval("SELECT count(*) FROM entity_cooccurrences WHERE bank_id = $1", BANK)
         assert pairs == pairs_before - 2, "the pairs with Dario went with him"
 
-        assert await delete_document(conn, BANK, "doc-4") == 1
+        assert await delete_document(conn, BANK, "doc-4", import_wait=None) == 1
         assert await assert_counts_match_a_recount(conn) == {"Ana": 2, "Bruno": 1, "Carla": 1}
     finally:
         await conn.close()

@@ -11,34 +11,22 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator, Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 
 import asyncpg
 import httpx
-import pytest
 
-from engram.store import writer_locks
-from tests.conftest import RunningServer, start_server
+from tests.conftest import RunningServer
+from tests.support.import_holders import (
+    ELSEWHERE,
+    IMPORTING,
+    eventually,
+    import_done,
+    operation_status,
+    sessions_waiting_for_locks,
+)
 
-IMPORTING, ELSEWHERE = "importing", "elsewhere"
 POOL_SIZE = 20  # the server's pooled connections (engram.store.pool.open_store)
-
-# Sessions waiting for a lock: a retain that waited in its transaction (for the writers lock, or for
-# the bank row the first one inserted) held a pooled connection meanwhile.
-WAITING_FOR_LOCKS = "SELECT count(DISTINCT pid) FROM pg_locks WHERE NOT granted"
-
-
-async def sessions_waiting_for_locks(dsn: str) -> int:
-    looker = await asyncpg.connect(dsn)
-    try:
-        return await looker.fetchval(WAITING_FOR_LOCKS)
-    finally:
-        await looker.close()
-
-
-def operation_status(client: httpx.Client, bank_id: str, operation_id: str) -> str:
-    return client.get(f"/v1/default/banks/{bank_id}/operations/{operation_id}").json()["status"]
 
 
 def queued_retain(client: httpx.Client, bank_id: str, text: str) -> str:
@@ -50,63 +38,6 @@ def queued_retain(client: httpx.Client, bank_id: str, text: str) -> str:
 def retained_texts(client: httpx.Client, bank_id: str) -> list[str]:
     items = client.get(f"/v1/default/banks/{bank_id}/memories/list", params={"limit": 100}).json()["items"]
     return sorted(item["text"] for item in items)
-
-
-async def eventually(check: Callable[[], bool], timeout: float = 30) -> None:
-    deadline = time.monotonic() + timeout
-    while not await asyncio.to_thread(check):
-        assert time.monotonic() < deadline, "never happened"
-        await asyncio.sleep(0.2)
-
-
-@pytest.fixture
-async def import_under_way(isolated_dsn: str) -> AsyncIterator[asyncpg.Connection]:
-    """A connection in a transaction holding the writers lock of IMPORTING, then its bank row, as an
-    import merging into the bank does (`importer.import_archive`)."""
-    holder = await asyncpg.connect(isolated_dsn)
-    await holder.execute("INSERT INTO banks (bank_id, name) VALUES ($1, $1)", IMPORTING)
-    transaction = holder.transaction()
-    await transaction.start()
-    await writer_locks.hold_bank_writers(holder, IMPORTING)
-    await holder.execute("UPDATE banks SET mission = 'Restored from an archive' WHERE bank_id = $1", IMPORTING)
-    try:
-        yield holder
-    finally:
-        if not holder.is_closed():
-            await transaction.rollback()
-            await holder.close()
-
-
-@pytest.fixture
-async def restore_under_way(isolated_dsn: str) -> AsyncIterator[asyncpg.Connection]:
-    """A connection in a transaction holding the writers lock of IMPORTING, then its bank row inserted,
-    as a restore creating the bank does."""
-    holder = await asyncpg.connect(isolated_dsn)
-    await holder.execute("BEGIN")
-    await writer_locks.hold_bank_writers(holder, IMPORTING)
-    await holder.execute("INSERT INTO banks (bank_id, name, mission) VALUES ($1, $1, 'Restored')", IMPORTING)
-    try:
-        yield holder
-    finally:
-        await holder.close()  # uncommitted: rolled back
-
-
-async def import_done(holder: asyncpg.Connection) -> None:
-    await holder.close()  # the lock goes with the session, as with an import's commit
-
-
-def server_waiting(dsn: str, name: str, env: dict[str, str] | None = None) -> Iterator[RunningServer]:
-    running = start_server(dsn, env, name=name)
-    try:
-        yield running
-    finally:
-        running.stop()
-
-
-@pytest.fixture
-def patient_server(isolated_dsn: str) -> Iterator[RunningServer]:
-    """A server whose requests wait the default minute for an import."""
-    yield from server_waiting(isolated_dsn, "retain-during-import")
 
 
 async def test_queued_retains_into_a_bank_being_imported_wait_unclaimed_while_other_banks_go_on(
@@ -181,12 +112,6 @@ async def test_changes_to_a_bank_being_imported_wait_for_it_without_a_connection
         assert config.json()["overrides"]["retain_chunk_size"] == 2000
         assert profile.json()["mission"] == "Keep the light"
         assert client.get(f"/v1/default/banks/{IMPORTING}/config").json()["overrides"]["retain_chunk_size"] == 2000
-
-
-@pytest.fixture
-def impatient_server(isolated_dsn: str) -> Iterator[RunningServer]:
-    """A server whose requests wait one second for an import."""
-    yield from server_waiting(isolated_dsn, "retain-import-wait", {"ENGRAM_IMPORT_WAIT_SECONDS": "1"})
 
 
 async def test_a_synchronous_retain_waits_no_longer_than_its_limit_and_stores_nothing(

@@ -13,6 +13,7 @@ from engram.errors import NotFound
 from engram.recall.rows import iso
 from engram.services import Services
 from engram.store import reflect_state as store
+from engram.store.writer_locks import ensure_bank_after_any_restore
 from engram.types import CreateDirectiveRequest, UpdateDirectiveRequest
 
 router = APIRouter(prefix="/v1/default/banks/{bank_id}/directives", tags=["Directives"])
@@ -42,9 +43,7 @@ async def list_directives(
 
 @router.post("")
 async def create_directive(bank_id: str, body: CreateDirectiveRequest, svc: Services = Depends(services)) -> dict[str, Any]:
-    from engram.store.banks import ensure_bank
-
-    await ensure_bank(svc.pool, bank_id)
+    await ensure_bank_after_any_restore(svc.pool, bank_id, svc.settings.import_wait_seconds, undone="created")
     row = await store.insert_directive(svc.pool, bank_id, **body.model_dump())
     return _directive(row)
 

@@ -74,7 +74,7 @@ async def get_document(bank_id: str, document_id: str, svc: Services = Depends(s
 
 @router.delete("/banks/{bank_id}/documents/{document_id}")
 async def delete_document(bank_id: str, document_id: str, svc: Services = Depends(services)) -> dict[str, Any]:
-    deleted = await store.delete_document(svc.pool, bank_id, document_id)
+    deleted = await store.delete_document(svc.pool, bank_id, document_id, import_wait=svc.settings.import_wait_seconds)
     if deleted is None:
         raise NotFound(f"document '{document_id}' not found in bank '{bank_id}'")
     await after_memory_change(svc, bank_id)

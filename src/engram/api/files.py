@@ -18,8 +18,8 @@ from engram.retain.convert import file_format
 from engram.services import Services
 from engram.store import files as stored
 from engram.store import operations as ops
-from engram.store.banks import ensure_bank
 from engram.store.tx import transaction
+from engram.store.writer_locks import ensure_bank_to_queue_into
 
 router = APIRouter(prefix="/v1/default/banks/{bank_id}", tags=["Files"])
 MAX_FILES = 10
@@ -87,7 +87,7 @@ async def file_retain(bank_id: str, request: Request, svc: Services = Depends(se
         files.append((name, fmt, upload.content_type, data))
     operation_ids = []
     async with transaction(svc.pool) as conn:
-        await ensure_bank(conn, bank_id)
+        await ensure_bank_to_queue_into(conn, bank_id)  # not waiting for a restore making the bank
         for (name, fmt, media_type, data), meta in zip(files, metadata):
             key = f"banks/{bank_id}/uploads/{uuid.uuid4()}/{name}"
             await stored.put(conn, key, bank_id, data, media_type=media_type or "application/octet-stream",

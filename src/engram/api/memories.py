@@ -142,7 +142,8 @@ async def clear_memories(
     one_of(type, choices.FACT_TYPES, "type")
     await require_bank(svc, bank_id)
     async with removal_progress(svc.pool, bank_id, "clear", type) as progress:  # GET …/removal follows it
-        deleted = await store.clear_units(svc.pool, bank_id, type, progress)
+        deleted = await store.clear_units(svc.pool, bank_id, type, progress,
+                                        import_wait=svc.settings.import_wait_seconds)
     svc.link_counts.forget(bank_id)
     return DeleteResponse(success=True, message=f"deleted {deleted} memories", deleted_count=deleted)
 

@@ -17,7 +17,7 @@ from engram.recall.rows import iso
 from engram.reflect.mental_models import schedule_refresh, validate_trigger
 from engram.services import Services
 from engram.store import reflect_state as store
-from engram.store.banks import ensure_bank
+from engram.store.writer_locks import ensure_bank_after_any_restore
 from engram.types import CreateMentalModelRequest, UpdateMentalModelRequest
 
 router = APIRouter(prefix="/v1/default/banks/{bank_id}/mental-models", tags=["Mental Models"])
@@ -73,7 +73,7 @@ async def create_model(bank_id: str, body: CreateMentalModelRequest, svc: Servic
     validate_trigger(body.trigger)
     if svc.llm is None:  # refused before anything is stored: a retry must not find the model half made
         raise LLMNotConfigured("creating a mental model (its first refresh)")
-    await ensure_bank(svc.pool, bank_id)
+    await ensure_bank_after_any_restore(svc.pool, bank_id, svc.settings.import_wait_seconds, undone="created")
     model_id = body.id or uuid.uuid4().hex
     row = await store.insert_mental_model(
         svc.pool, bank_id, model_id, name=body.name, source_query=body.source_query, tags=body.tags,

@@ -24,7 +24,7 @@ from engram.consolidate.scopes import Scope, resolve_fact_scopes
 from engram.consolidate.strategies import ScopeSettings, settings_for_scope
 from engram.errors import InvalidLLMOutput, LLMNotConfigured
 from engram.store import observations as store
-from engram.store.tx import transaction
+from engram.store.writer_locks import writing_to_bank
 
 if TYPE_CHECKING:
     import asyncpg
@@ -201,7 +201,8 @@ async def _apply(state: Round, scope: Scope, settings: ScopeSettings, plan: Plan
     for fact in batch:
         state.scopes_left[fact["id"]] -= 1
     finished = [f["id"] for f in batch if state.scopes_left[f["id"]] <= 0]
-    async with transaction(state.services.pool) as conn:
+    # A consolidation slipping past the claim's check waits for an import into the bank (`writer_locks`).
+    async with writing_to_bank(state.services.pool, state.bank_id, None, make_bank=False) as conn:
         deleted = await store.delete_observations(conn, list(plan.deletes))
         if settings.max_observations_per_scope >= 0:
             room = settings.max_observations_per_scope - await store.count_in_scope(conn, state.bank_id, list(scope))

@@ -13,7 +13,7 @@ from engram.retain.prepare import PreparedItem, merge_tags
 from engram.store import document_events, edits
 from engram.store import operations as ops
 from engram.store.memories import clear_observations_of
-from engram.store.tx import transaction
+from engram.store.writer_locks import writing_to_bank
 
 if TYPE_CHECKING:
     from engram.services import Services
@@ -32,7 +32,8 @@ async def update_document(
             if not tag.strip():
                 raise InvalidInput(f"tags[{position}]", "must not be empty")
         tags = merge_tags(tags)
-    async with transaction(services.pool) as conn:
+    async with writing_to_bank(services.pool, bank_id, services.settings.import_wait_seconds, make_bank=False,
+                               undone="changed") as conn:
         current = await edits.lock_document_row(conn, bank_id, document_id)
         if current is None:
             raise NotFound(f"document '{document_id}' not found in bank '{bank_id}'")

@@ -18,7 +18,7 @@ from engram.retain.prepare import merge_tags
 from engram.store import document_events, edits
 from engram.store.memories import clear_observations_of, get_unit
 from engram.store.observations import forget_sources, mark_consolidated, reset_sources
-from engram.store.tx import transaction
+from engram.store.writer_locks import writing_to_bank
 
 if TYPE_CHECKING:
     from engram.services import Services
@@ -100,7 +100,8 @@ async def update_memory(
     if reembed:
         when = merged["occurred_start"] or merged["mentioned_at"]
         vector = await asyncio.to_thread(_vector, merged["text"], when, names)
-    async with transaction(services.pool) as conn:
+    async with writing_to_bank(services.pool, bank_id, services.settings.import_wait_seconds, make_bank=False,
+                               undone="changed") as conn:
         await edits.update_unit(conn, memory_id, changes, vector)
         if entities is not None:
             await edits.detach_entities(conn, memory_id)

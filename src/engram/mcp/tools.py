@@ -333,7 +333,8 @@ async def delete_document(svc: Services, bank_id: str, args: DeleteDocumentArgs)
     from engram.consolidate.trigger import after_memory_change
     from engram.store import documents as store
 
-    deleted = await store.delete_document(svc.pool, bank_id, args.document_id)
+    deleted = await store.delete_document(svc.pool, bank_id, args.document_id,
+                                          import_wait=svc.settings.import_wait_seconds)
     if deleted is None:
         raise NotFound(f"document '{args.document_id}' not found in bank '{bank_id}'")
     await after_memory_change(svc, bank_id)

@@ -8,19 +8,13 @@ import asyncpg
 
 from engram.store.bank_removals import Progress
 from engram.store.memories import delete_bank_memories
+from engram.store.missing_bank import MISSING_BANK
 from engram.store.sql import like_pattern
 from engram.store.tx import Conn, transaction
 
 
 async def get_bank(conn: Conn, bank_id: str) -> asyncpg.Record | None:
     return await conn.fetchrow("SELECT * FROM banks WHERE bank_id = $1", bank_id)
-
-
-# Inserts the bank $1 with defaults unless a committed one exists (more conditions may follow, with
-# AND). Inserted regardless, the conflict on a bank row that an import (or any open transaction) had
-# updated waited for that transaction's end, holding a pooled connection all the while.
-MISSING_BANK = """INSERT INTO banks (bank_id, name) SELECT $1, $1
-    WHERE NOT EXISTS (SELECT 1 FROM banks WHERE bank_id = $1) {and_also} ON CONFLICT (bank_id) DO NOTHING"""
 
 
 async def ensure_bank(conn: Conn, bank_id: str) -> None:

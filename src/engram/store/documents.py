@@ -6,7 +6,8 @@ import asyncpg
 
 from engram.store.memories import delete_units_where
 from engram.store.sql import SqlParams, like_pattern, tags_condition
-from engram.store.tx import Conn, transaction
+from engram.store.tx import Conn
+from engram.store.writer_locks import writing_to_bank
 
 
 async def list_documents(
@@ -65,9 +66,10 @@ async def get_document(conn: Conn, bank_id: str, document_id: str) -> asyncpg.Re
     )
 
 
-async def delete_document(conn: Conn, bank_id: str, document_id: str) -> int | None:
-    """Delete a document with its chunks and facts; None when there is no such document."""
-    async with transaction(conn) as tx:
+async def delete_document(conn: Conn, bank_id: str, document_id: str, *, import_wait: float | None) -> int | None:
+    """Delete a document with its chunks and facts; None when there is no such document. While an
+    import holds the bank, waits for it (given the pool, without a connection: `writing_to_bank`)."""
+    async with writing_to_bank(conn, bank_id, import_wait, make_bank=False, undone="deleted") as tx:
         exists = await tx.fetchval("SELECT 1 FROM documents WHERE bank_id = $1 AND id = $2", bank_id, document_id)
         if exists is None:
             return None

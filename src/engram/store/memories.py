@@ -16,7 +16,8 @@ from engram.store.consolidation_status import STATUS_COLUMNS, STATUS_JOIN
 from engram.store.entities import recount_entities, refresh_entity_counts
 from engram.store.observations import forget_sources, reset_sources
 from engram.store.sql import SqlParams, like_pattern, tags_condition
-from engram.store.tx import Conn, batches_of, transaction
+from engram.store.tx import Conn, batches_of
+from engram.store.writer_locks import writing_to_bank
 
 log = logging.getLogger(__name__)
 
@@ -237,8 +238,12 @@ async def _delete_facts(conn: asyncpg.Connection, ids: list[uuid.UUID]) -> int:
     return int(status.split()[-1])
 
 
-async def clear_units(conn: Conn, bank_id: str, fact_type: str | None, progress: Progress | None = None) -> int:
-    async with transaction(conn) as tx:
+async def clear_units(
+    conn: Conn, bank_id: str, fact_type: str | None, progress: Progress | None = None, *, import_wait: float | None,
+) -> int:
+    """Delete the bank's facts of one type, or all its memories. While an import holds the bank, waits
+    for it (given the pool, without a connection: `writing_to_bank`)."""
+    async with writing_to_bank(conn, bank_id, import_wait, make_bank=False, undone="deleted") as tx:
         if fact_type is None:
             return await delete_bank_memories(tx, bank_id, progress=progress)
         if fact_type == "observation":

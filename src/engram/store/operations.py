@@ -84,13 +84,16 @@ async def enqueue(
     return existing, False
 
 
-# The operations that write a bank's documents, and so wait for an import into it (`writer_locks`).
-_RETAINS = "'retain', 'file_retain', 'reprocess_document'"
+# The operations that write a bank's memories, and so wait for an import into it (`writer_locks`).
+_BANK_WRITES = "'retain', 'file_retain', 'reprocess_document', 'consolidation'"
+# The operations that import into a bank: the one in their payload (a clone's), else their own.
+_IMPORTS = "'bank_import', 'bank_clone'"
 
 
 async def claim_next(conn: Conn, worker_id: str, lease_seconds: float) -> asyncpg.Record | None:
     """The oldest operation a worker can run now, marked its own under a lease. Skipped: a second
-    consolidation of a bank, and a retain into a bank an import holds (it runs once the import ends)."""
+    consolidation of a bank, and a write or another import into a bank an import holds (it runs once
+    the import ends)."""
     return await conn.fetchrow(
         f"""
         UPDATE async_operations SET status = 'processing', worker_id = $1,
@@ -104,8 +107,11 @@ async def claim_next(conn: Conn, worker_id: str, lease_seconds: float) -> asyncp
                     SELECT 1 FROM async_operations b
                     WHERE b.bank_id = a.bank_id AND b.operation_type = 'consolidation' AND b.id <> a.id
                       AND b.status = 'processing' AND b.lease_expires_at >= now()))
-              -- No retain into a bank an import holds: it would wait in a worker slot for the import's end.
-              AND CASE WHEN operation_type IN ({_RETAINS}) THEN {bank_writers_free("a.bank_id")} ELSE true END
+              -- Nothing that writes to a bank an import holds: it would wait in a worker slot for the import's end.
+              AND CASE WHEN operation_type IN ({_BANK_WRITES}) THEN {bank_writers_free("a.bank_id")}
+                       WHEN operation_type IN ({_IMPORTS})
+                           THEN {bank_writers_free("coalesce(a.payload->>'target_bank_id', a.bank_id)")}
+                       ELSE true END
             ORDER BY created_at
             FOR UPDATE SKIP LOCKED
             LIMIT 1

@@ -8,7 +8,13 @@ writes. One lock per document and per name, held to the end of an import's singl
 PostgreSQL's lock table (~13,000 locks at the default `max_locks_per_transaction`) and failed the
 import with "out of shared memory". A retain's transaction takes the writers lock shared first of
 all, only if it can (`writing_to_bank`): while an import holds it, the retain waits outside any
-transaction, and a worker does not claim it (`bank_writers_free` in `operations.claim_next`)."""
+transaction, and a worker does not claim it (`bank_writers_free` in `operations.claim_next`).
+
+Every other write to a bank's memories (deleting or editing documents and facts, clearing
+observations, consolidating) enters the same way. Begun beside an import, it waited for rows the
+import had changed, holding a pooled connection, and could deadlock it: a document delete waiting on
+an entity the import had recounted held the facts the import was linking to, and PostgreSQL ended
+the import, minutes of work, as the deadlock's victim."""
 
 from __future__ import annotations
 
@@ -18,7 +24,7 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 from engram.errors import BankBusy
-from engram.store.banks import MISSING_BANK
+from engram.store.missing_bank import MISSING_BANK
 from engram.store.tx import Conn, transaction
 
 
@@ -76,6 +82,9 @@ _ENTER_BANK = f"""WITH free AS MATERIALIZED (SELECT {bank_writers_free('$1')} AS
 SELECT ok FROM free"""
 
 
+# The first statement of any other write to the bank: its writers lock shared, if no import holds it.
+_ENTER_WRITERS = f"SELECT {bank_writers_free('$1')}"
+
 # The bank made if missing, unless an import holds it (autocommit: the lock is let go at once).
 _BANK_TO_QUEUE_INTO = MISSING_BANK.format(and_also=f"AND {bank_writers_free('$1')}")
 
@@ -88,20 +97,40 @@ async def ensure_bank_to_queue_into(conn: Conn, bank_id: str) -> None:
     await conn.execute(_BANK_TO_QUEUE_INTO, bank_id)
 
 
+# A bank's row once it exists, made if missing unless an import holds the bank: false only while a
+# restore is creating it (autocommit: the lock is let go at once).
+_BANK_READY = f"""WITH free AS MATERIALIZED (SELECT {bank_writers_free('$1')} AS ok),
+    made AS ({MISSING_BANK.format(and_also="AND (SELECT ok FROM free)")} RETURNING 1)
+SELECT EXISTS (SELECT 1 FROM banks WHERE bank_id = $1) OR EXISTS (SELECT 1 FROM made)"""
+
+
+async def ensure_bank_after_any_restore(pool: Any, bank_id: str, import_wait: float | None, undone: str) -> None:
+    """Make the bank if missing, for rows that need its row (a directive, a mental model, a template's
+    config). While a restore is creating the bank, its row is inserted uncommitted and an insert
+    beside it waited for the whole restore, holding a connection: this waits without one
+    (`wait_for_bank_writers`, BankBusy saying nothing was `undone` past `import_wait` seconds) and
+    looks again. A bank that exists, even one an import merges into, goes on at once."""
+    while not await pool.fetchval(_BANK_READY, bank_id):
+        await wait_for_bank_writers(pool, bank_id, import_wait, undone)
+
+
 @asynccontextmanager
-async def writing_to_bank(pool: Any, bank_id: str, import_wait: float | None) -> AsyncIterator[Conn]:
-    """A transaction for a retain into the bank, begun once no import holds the bank, with the bank
-    made if missing. While an import holds it, the retain waits without a connection
-    (`wait_for_bank_writers`, up to `import_wait` seconds) and begins again: waiting inside its
-    transaction, it held a pooled connection (and a worker slot) for the whole import, so twenty of
-    them took every connection of the server. The check is the transaction's first statement,
-    so a retain pays no extra round trip for it."""
+async def writing_to_bank(
+    pool: Any, bank_id: str, import_wait: float | None, *, make_bank: bool = True, undone: str = "retained",
+) -> AsyncIterator[Conn]:
+    """A transaction writing to the bank's memories, begun once no import holds the bank; for a retain
+    (`make_bank`), with the bank made if missing. While an import holds it, the writer waits without a
+    connection (`wait_for_bank_writers`, up to `import_wait` seconds, then BankBusy saying nothing was
+    `undone`) and begins again: waiting inside its transaction, it held a pooled connection (and a
+    worker slot) for the whole import, so twenty of them took every connection of the server. The
+    check is the transaction's first statement, so a retain pays no extra round trip for it."""
+    entry = _ENTER_BANK if make_bank else _ENTER_WRITERS
     while True:
         async with transaction(pool) as conn:
-            if await conn.fetchval(_ENTER_BANK, bank_id):
+            if await conn.fetchval(entry, bank_id):
                 yield conn
                 return
-        await wait_for_bank_writers(pool, bank_id, import_wait)
+        await wait_for_bank_writers(pool, bank_id, import_wait, undone)
 
 
 async def wait_for_bank_writers(pool: Any, bank_id: str, timeout: float | None, undone: str = "retained") -> None:
