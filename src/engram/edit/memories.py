@@ -102,7 +102,8 @@ async def update_memory(
         vector = await asyncio.to_thread(_vector, merged["text"], when, names)
     async with writing_to_bank(services.pool, bank_id, services.settings.import_wait_seconds, make_bank=False,
                                undone="changed") as conn:
-        await edits.update_unit(conn, memory_id, changes, vector)
+        if not await edits.update_unit(conn, memory_id, changes, vector):  # deleted meanwhile
+            raise NotFound(f"memory '{memory_id}' not found in bank '{bank_id}'")
         if entities is not None:
             await edits.detach_entities(conn, memory_id)
             resolve = bool(fields.get("resolve_entities", True))

@@ -288,7 +288,8 @@ async def _write(
     the bank it waits without a connection (`writing_to_bank`, up to `import_wait` seconds)."""
     from engram.retain.entities import Mention, store_entities
 
-    async with writing_to_bank(services.pool, bank_id, import_wait) as conn:
+    # A retain of new documents only goes beside others; one replacing a document goes alone (`_entry`).
+    async with writing_to_bank(services.pool, bank_id, import_wait, alone=not all_fresh(plans)) as conn:
         removed_facts = await _write_documents(conn, bank_id, plans, extraction, store_text)
         stored = 0
         async for ready in embedded():

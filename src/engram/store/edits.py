@@ -61,8 +61,9 @@ async def observations_citing(conn: asyncpg.Connection, bank_id: str, fact_ids: 
 
 async def update_unit(
     conn: asyncpg.Connection, unit_id: uuid.UUID, changes: dict[str, Any], embedding: Any | None
-) -> None:
-    """Set the given columns (keys of UNIT_COLUMNS), the new vector when there is one, and edited_at."""
+) -> bool:
+    """Set the given columns (keys of UNIT_COLUMNS), the new vector when there is one, and edited_at;
+    False when the unit is gone (deleted since the caller read it)."""
     sets, args = [], [unit_id]
     for column, value in changes.items():
         args.append(value)
@@ -71,9 +72,12 @@ async def update_unit(
         args.append("[" + ",".join(f"{float(x):.6g}" for x in embedding) + "]")
         sets.append(f"embedding = ${len(args)}::vector")
     sets += ["edited_at = now()", "updated_at = now()"]
-    await conn.execute(f"UPDATE memory_units SET {', '.join(sets)} WHERE id = $1", *args)
+    status = await conn.execute(f"UPDATE memory_units SET {', '.join(sets)} WHERE id = $1", *args)
+    if status == "UPDATE 0":
+        return False
     if embedding is not None:  # the sentence vectors described the old wording
         await conn.execute("DELETE FROM memory_unit_sentences WHERE unit_id = $1", unit_id)
+    return True
 
 
 async def detach_entities(conn: asyncpg.Connection, unit_id: uuid.UUID) -> None:

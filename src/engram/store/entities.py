@@ -34,16 +34,21 @@ async def insert_entities(
 async def touch_entities(
     conn: asyncpg.Connection, ids: list[uuid.UUID], types: list[str | None], seen_at: datetime
 ) -> None:
-    """Entities mentioned again: seen now, and given a kind (entity_type) if they had none."""
+    """Entities mentioned again: seen now, and given a kind (entity_type) if they had none.
+
+    Their rows are locked first, in id order: two retains updating the same entities in the orders
+    their joins happened to take deadlocked. Locked here, they are also held for the mention counts
+    `link_units_to_entities` adds next."""
     if not ids:
         return
     await conn.execute(
         """
+        WITH locked AS (SELECT id FROM entities WHERE id = ANY($1::uuid[]) ORDER BY id FOR NO KEY UPDATE)
         UPDATE entities e SET last_seen = greatest(e.last_seen, $3), first_seen = least(e.first_seen, $3),
                               entity_type = coalesce(e.entity_type, t.type)
         FROM (SELECT DISTINCT ON (id) id, type FROM unnest($1::uuid[], $2::text[]) AS u(id, type)
               ORDER BY id, type NULLS LAST) t
-        WHERE e.id = t.id
+        WHERE e.id = t.id AND e.id IN (SELECT id FROM locked)
         """,
         ids,
         types,

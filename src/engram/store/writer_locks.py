@@ -14,7 +14,8 @@ Every other write to a bank's memories (deleting or editing documents and facts,
 observations, consolidating) enters the same way. Begun beside an import, it waited for rows the
 import had changed, holding a pooled connection, and could deadlock it: a document delete waiting on
 an entity the import had recounted held the facts the import was linking to, and PostgreSQL ended
-the import, minutes of work, as the deadlock's victim."""
+the import, minutes of work, as the deadlock's victim. A write that deletes or changes what the bank
+holds also runs alone among the bank's writes (the changes lock, `_entry`)."""
 
 from __future__ import annotations
 
@@ -75,15 +76,29 @@ def bank_writers_free(bank_sql: str) -> str:
     return f"pg_try_advisory_xact_lock_shared({_writers_key(bank_sql)})"
 
 
-# The first statement of a retain's transaction: the bank's writers lock shared, then the bank made if
-# missing; false, with neither done, while an import holds the lock.
-_ENTER_BANK = f"""WITH free AS MATERIALIZED (SELECT {bank_writers_free('$1')} AS ok),
-    made AS ({MISSING_BANK.format(and_also="AND (SELECT ok FROM free)")})
-SELECT ok FROM free"""
+def _changes_key(bank_sql: str) -> str:
+    """The key of the bank's changes lock (`_entry`), seeded apart from every other lock's."""
+    return f"hashtextextended({bank_sql}, 3)"
 
 
-# The first statement of any other write to the bank: its writers lock shared, if no import holds it.
-_ENTER_WRITERS = f"SELECT {bank_writers_free('$1')}"
+def _entry(make_bank: bool, alone: bool) -> str:
+    """The first statement of a write's transaction. False, with nothing done, while an import holds
+    the bank's writers lock; else that lock shared, the bank made if missing (`make_bank`), and the
+    bank's changes lock: shared by writes that only add new documents, exclusive (`alone`) for one
+    that deletes or changes what the bank holds, which waits for the writes under way and goes alone.
+    Beside each other, such writes deadlocked: a delete held the facts it removed and waited for an
+    entity a retain had updated, while the retain waited to link a new fact to a removed one (in 12
+    threads writing to one bank, about half the writes failed so, each after PostgreSQL's 1 s
+    deadlock timeout)."""
+    made = f", made AS ({MISSING_BANK.format(and_also='AND (SELECT ok FROM free)')})" if make_bank else ""
+    take = "pg_advisory_xact_lock" if alone else "pg_advisory_xact_lock_shared"
+    return (f"WITH free AS MATERIALIZED (SELECT {bank_writers_free('$1')} AS ok){made},"
+            f" changes AS MATERIALIZED (SELECT {take}({_changes_key('$1')}) FROM free WHERE ok)"
+            " SELECT ok FROM free WHERE (SELECT count(*) FROM changes) >= 0")
+
+
+_ENTRIES = {(make_bank, alone): _entry(make_bank, alone) for make_bank in (True, False) for alone in (True, False)}
+
 
 # The bank made if missing, unless an import holds it (autocommit: the lock is let go at once).
 _BANK_TO_QUEUE_INTO = MISSING_BANK.format(and_also=f"AND {bank_writers_free('$1')}")
@@ -116,15 +131,18 @@ async def ensure_bank_after_any_restore(pool: Any, bank_id: str, import_wait: fl
 
 @asynccontextmanager
 async def writing_to_bank(
-    pool: Any, bank_id: str, import_wait: float | None, *, make_bank: bool = True, undone: str = "retained",
+    pool: Any, bank_id: str, import_wait: float | None, *, make_bank: bool = True, alone: bool = True,
+    undone: str = "retained",
 ) -> AsyncIterator[Conn]:
     """A transaction writing to the bank's memories, begun once no import holds the bank; for a retain
-    (`make_bank`), with the bank made if missing. While an import holds it, the writer waits without a
-    connection (`wait_for_bank_writers`, up to `import_wait` seconds, then BankBusy saying nothing was
-    `undone`) and begins again: waiting inside its transaction, it held a pooled connection (and a
-    worker slot) for the whole import, so twenty of them took every connection of the server. The
-    check is the transaction's first statement, so a retain pays no extra round trip for it."""
-    entry = _ENTER_BANK if make_bank else _ENTER_WRITERS
+    (`make_bank`), with the bank made if missing. Unless it only adds new documents (`alone` false),
+    it runs alone among the bank's writes (`_entry`). While an import holds the bank, the writer waits
+    without a connection (`wait_for_bank_writers`, up to `import_wait` seconds, then BankBusy saying
+    nothing was `undone`) and begins again: waiting inside its transaction, it held a pooled
+    connection (and a worker slot) for the whole import, so twenty of them took every connection of
+    the server. The entry is the transaction's first statement, so a retain pays no extra round trip
+    for it."""
+    entry = _ENTRIES[make_bank, alone]
     while True:
         async with transaction(pool) as conn:
             if await conn.fetchval(entry, bank_id):
