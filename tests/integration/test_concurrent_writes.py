@@ -21,7 +21,7 @@ import httpx
 from engram.store import entities as entity_store
 from engram.store.migrate import apply_migrations
 from tests.conftest import RunningServer
-from tests.integration.test_entity_counts_after_deletes import MENTIONS_RECOUNTED, MENTIONS_STORED
+from tests.support.entity_counts import MENTIONS_RECOUNTED, MENTIONS_STORED
 
 CAST = ["Ana", "Bruno", "Carla", "Dario", "Elena", "Farid"]
 DOCUMENTS = 24

@@ -11,6 +11,7 @@ from engram import Memory
 from engram.store import entities
 from engram.store.documents import delete_document
 from engram.store.memories import delete_facts_of_type
+from tests.support.entity_counts import MENTIONS_RECOUNTED, MENTIONS_STORED
 
 BANK = "harbour"
 # Each document one retain, in this order: (A, B) co-occur in doc-1 and later in doc-2, so deleting
@@ -27,11 +28,6 @@ RECOUNTED = """
     SELECT a.entity_id, b.entity_id, count(*), max(m.created_at) FROM unit_entities a
     JOIN unit_entities b ON b.unit_id = a.unit_id AND a.entity_id < b.entity_id
     JOIN memory_units m ON m.id = a.unit_id WHERE m.bank_id = $1 GROUP BY 1, 2
-"""
-MENTIONS_STORED = "SELECT canonical_name, mention_count FROM entities WHERE bank_id = $1"
-MENTIONS_RECOUNTED = """
-    SELECT e.canonical_name, count(*) FROM unit_entities ue JOIN entities e ON e.id = ue.entity_id
-    WHERE e.bank_id = $1 GROUP BY 1
 """
 
 

@@ -100,7 +100,7 @@ def _entry(make_bank: bool, alone: bool) -> str:
 _ENTRIES = {(make_bank, alone): _entry(make_bank, alone) for make_bank in (True, False) for alone in (True, False)}
 
 
-# The bank made if missing, unless an import holds it (autocommit: the lock is let go at once).
+# The bank made if missing, unless an import holds it (the lock is let go with the statement's transaction).
 _BANK_TO_QUEUE_INTO = MISSING_BANK.format(and_also=f"AND {bank_writers_free('$1')}")
 
 
