@@ -41,6 +41,13 @@ class Conflict(EngramError):
     status = 409
 
 
+class DocumentChanged(Conflict):
+    """Another retain or delete changed a document between this retain's plan and its write."""
+
+    def __init__(self, document_id: str) -> None:
+        super().__init__(f"document '{document_id}' changed during this retain; retry it")
+
+
 class LLMNotConfigured(EngramError):
     """A feature needs an LLM and none is configured."""
 

@@ -20,6 +20,7 @@ import pytest
 
 from engram.store import memories
 from engram.store.bank_removals import removal_progress, removal_under_way
+from engram.store.migrate import apply_migrations
 from tests.conftest import RunningServer
 
 FACTS = "SELECT count(*) FROM memory_units WHERE bank_id = $1"
@@ -135,3 +136,23 @@ async def test_engram_bank_delete_draws_the_delete_as_it_goes(
     assert f"deleting bank {bank_id}: 6/6 facts (100 %" in stderr
     assert stdout.strip() == f"deleted bank {bank_id}"
     assert bank_id not in {bank["bank_id"] for bank in http.get("/v1/default/banks").json()["banks"]}
+
+
+async def test_a_progress_report_is_skipped_when_no_pooled_connection_comes(isolated_dsn: str, bank_id: str) -> None:
+    """The delete reports from inside its transaction. With every pooled connection taken (by requests
+    waiting for the very locks the delete holds), waiting for one hung the delete and them for good."""
+    pool = await asyncpg.create_pool(isolated_dsn, min_size=1, max_size=1)
+    try:
+        async with pool.acquire() as conn:
+            await apply_migrations(conn)
+        async with removal_progress(pool, bank_id, "delete") as advance:
+            taken = await pool.acquire()  # every connection of the pool
+            try:
+                await asyncio.wait_for(advance(5), timeout=10)
+                assert (await removal_under_way(taken, bank_id))["done"] == 0, "the report was skipped"
+            finally:
+                await pool.release(taken)
+            await advance(7)
+            assert (await removal_under_way(pool, bank_id))["done"] == 7, "the next report is made"
+    finally:
+        await pool.close()

@@ -124,9 +124,9 @@ async def create_or_update_bank(
 
 @router.delete("/{bank_id}", response_model=DeleteResponse)
 async def delete_bank(bank_id: str, svc: Services = Depends(services)) -> DeleteResponse:
-    await after_any_import(svc, bank_id)
     async with removal_progress(svc.pool, bank_id, "delete") as progress:
-        deleted = await store.delete_bank(svc.pool, bank_id, progress=progress)
+        deleted = await store.delete_bank(svc.pool, bank_id, progress=progress,
+                                          import_wait=svc.settings.import_wait_seconds)
     svc.link_counts.forget(bank_id)
     if not deleted:
         raise BankNotFound(bank_id)

@@ -11,6 +11,7 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, StrictBool, StrictStr
 
 from engram.api.deps import require_bank, services
+from engram.errors import BankNotFound
 from engram.services import Services
 from engram.store import banks as bank_store
 
@@ -58,6 +59,8 @@ async def add_bank_background(bank_id: str, body: AddBackgroundRequest,
     await require_bank(svc, bank_id)
     async with svc.pool.acquire() as conn, conn.transaction():
         row = await conn.fetchrow("SELECT mission, config FROM banks WHERE bank_id = $1 FOR UPDATE", bank_id)
+        if row is None:  # deleted since `require_bank` looked
+            raise BankNotFound(bank_id)
         overrides = dict(row["config"] or {})
         current = (overrides.get("reflect_mission") or row["mission"] or "").strip()
         addition = body.content.strip()

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from engram.errors import Conflict
+from engram.errors import DocumentChanged
 from engram.store import facts_write as fw
 from engram.store.writer_locks import lock_documents
 
@@ -37,7 +37,7 @@ async def write_fresh_documents(
     conn: Any, bank_id: str, plans: list[DocumentPlan], store_text: bool, retain_params: dict[str, dict[str, Any]],
 ) -> bool:
     """The documents' rows and chunks; False (nothing written) when one holds leftovers and the caller
-    should write them one by one. Raises Conflict when one gained chunks meanwhile. Their history
+    should write them one by one. Raises DocumentChanged when one gained chunks meanwhile. Their history
     events come once their facts are counted (`record_fresh_events`): this runs before they are all
     extracted."""
     ids = [plan.document_id for plan in plans]
@@ -54,7 +54,7 @@ async def write_fresh_documents(
     )
     for row in state:
         if row["has_chunks"]:
-            raise Conflict(f"document '{row['document_id']}' changed during this retain; retry it")
+            raise DocumentChanged(row['document_id'])
     if any(row["has_leftovers"] for row in state):
         return False
     await fw.upsert_documents(conn, bank_id, _document_rows(plans, store_text, retain_params))

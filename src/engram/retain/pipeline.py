@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from engram.errors import Conflict
+from engram.errors import DocumentChanged
 from engram.llm.base import TokenUsage
 from engram.retain.attachments import images_by_chunk, write_attachments
 from engram.retain.chunking import chunk_text
@@ -250,7 +250,7 @@ async def _write_documents(
         await lock_documents(conn, bank_id, [plan.document_id])
         current = [row["id"] for row in await fw.existing_chunks(conn, bank_id, plan.document_id)]
         if current != plan.expected_existing:
-            raise Conflict(f"document '{plan.document_id}' changed during this retain; retry it")
+            raise DocumentChanged(plan.document_id)
         item = plan.items[0]
         await fw.upsert_document(
             conn, bank_id, plan.document_id,

@@ -12,6 +12,7 @@ from contextlib import asynccontextmanager
 
 import asyncpg
 
+from engram.store.spare import report_beside
 from engram.store.tx import Conn
 
 # A row older than this is left from a server that died mid-delete (a chunk takes seconds).
@@ -38,7 +39,8 @@ async def removal_progress(
     )
 
     async def advance(done: int) -> None:
-        await pool.execute("UPDATE bank_removals SET done = $2, updated_at = now() WHERE bank_id = $1", bank_id, done)
+        await report_beside(pool, "UPDATE bank_removals SET done = $2, updated_at = now() WHERE bank_id = $1",
+                            bank_id, done)
 
     try:
         yield advance

@@ -10,7 +10,8 @@ from engram.store.bank_removals import Progress
 from engram.store.memories import delete_bank_memories
 from engram.store.missing_bank import MISSING_BANK
 from engram.store.sql import like_pattern
-from engram.store.tx import Conn, transaction
+from engram.store.tx import Conn
+from engram.store.writer_locks import writing_to_bank
 
 
 async def get_bank(conn: Conn, bank_id: str) -> asyncpg.Record | None:
@@ -58,8 +59,16 @@ async def set_config_overrides(conn: Conn, bank_id: str, overrides: dict[str, An
     )
 
 
-async def delete_bank(conn: Conn, bank_id: str, progress: Progress | None = None) -> bool:
-    async with transaction(conn) as tx:
+async def delete_bank(
+    conn: Conn, bank_id: str, progress: Progress | None = None, *, import_wait: float | None = None,
+) -> bool:
+    """Delete the bank and everything in it, in one transaction. It goes alone among the bank's writes
+    (`writing_to_bank`): begun beside retains, edits or clears of the bank, it deadlocked with them
+    (its deletes and theirs took the same facts, entities and operations in other orders), and a retain
+    that had looked for the bank before the delete committed failed on its documents' key. A retain
+    waiting meanwhile runs after it, into the bank made again. While an import holds the bank, waits
+    for it without a connection (`import_wait` seconds at most, then BankBusy)."""
+    async with writing_to_bank(conn, bank_id, import_wait, make_bank=False, undone="deleted") as tx:
         await tx.execute("DELETE FROM async_operations WHERE bank_id = $1", bank_id)
         # what the bank's cascade would remove row by row
         await delete_bank_memories(tx, bank_id, progress=progress)

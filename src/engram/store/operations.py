@@ -11,6 +11,7 @@ from typing import Any
 import asyncpg
 
 from engram.errors import Conflict
+from engram.store.spare import report_beside
 from engram.store.storable import storable, storable_text
 from engram.store.tx import Conn
 from engram.store.writer_locks import bank_writers_free
@@ -124,10 +125,13 @@ async def claim_next(conn: Conn, worker_id: str, lease_seconds: float) -> asyncp
 
 
 async def report_progress(
-    conn: Conn, operation_id: uuid.UUID, progress: dict[str, Any], lease_seconds: float
+    pool: asyncpg.Pool, operation_id: uuid.UUID, progress: dict[str, Any], lease_seconds: float
 ) -> None:
-    """Record progress and extend the lease: a worker that reports is alive."""
-    await conn.execute(
+    """Record progress and extend the lease (a worker that reports is alive), unless no pooled connection
+    comes within a second (`report_beside`: the handler may hold a bank's locks that the pool's requests wait
+    for); the next report, or the lease's keeper, makes up for a skipped one."""
+    await report_beside(
+        pool,
         """
         UPDATE async_operations SET progress = $2, lease_expires_at = now() + make_interval(secs => $3),
                updated_at = now()

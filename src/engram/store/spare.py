@@ -39,3 +39,24 @@ async def together_then_release(pool: asyncpg.Pool, spare: asyncpg.Connection, *
     if failed:
         raise failed[0]
     return outcomes
+
+
+# How long a progress report waits for a pooled connection before it is skipped.
+REPORT_ACQUIRE_TIMEOUT_S = 1.0
+
+
+async def report_beside(pool: asyncpg.Pool, sql: str, *args: Any, timeout_s: float = REPORT_ACQUIRE_TIMEOUT_S) -> bool:
+    """Run a progress report's statement on a pooled connection, or skip it (False) when none comes
+    within `timeout_s`. The reporter is in the middle of a write, often inside a transaction that
+    holds the bank's locks: when every pooled connection was taken by requests waiting for those
+    locks, an unbounded wait for one hung the write and every request behind it (PostgreSQL sees no
+    deadlock: the holder waits in Python). A skipped report is made good by the next one."""
+    try:
+        conn = await pool.acquire(timeout=timeout_s)
+    except TimeoutError:
+        return False
+    try:
+        await conn.execute(sql, *args)
+    finally:
+        await pool.release(conn)
+    return True

@@ -20,7 +20,8 @@ holds also runs alone among the bank's writes (the changes lock, `_entry`)."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+import weakref
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -81,23 +82,39 @@ def _changes_key(bank_sql: str) -> str:
     return f"hashtextextended({bank_sql}, 3)"
 
 
-def _entry(make_bank: bool, alone: bool) -> str:
-    """The first statement of a write's transaction. False, with nothing done, while an import holds
-    the bank's writers lock; else that lock shared, the bank made if missing (`make_bank`), and the
-    bank's changes lock: shared by writes that only add new documents, exclusive (`alone`) for one
-    that deletes or changes what the bank holds, which waits for the writes under way and goes alone.
-    Beside each other, such writes deadlocked: a delete held the facts it removed and waited for an
-    entity a retain had updated, while the retain waited to link a new fact to a removed one (in 12
-    threads writing to one bank, about half the writes failed so, each after PostgreSQL's 1 s
-    deadlock timeout)."""
-    made = f", made AS ({MISSING_BANK.format(and_also='AND (SELECT ok FROM free)')})" if make_bank else ""
-    take = "pg_advisory_xact_lock" if alone else "pg_advisory_xact_lock_shared"
-    return (f"WITH free AS MATERIALIZED (SELECT {bank_writers_free('$1')} AS ok){made},"
-            f" changes AS MATERIALIZED (SELECT {take}({_changes_key('$1')}) FROM free WHERE ok)"
-            " SELECT ok FROM free WHERE (SELECT count(*) FROM changes) >= 0")
+# What a write's first statement found (`_entry`).
+_IMPORT_HOLDS_BANK, _ENTERED, _CHANGES_BUSY = 0, 1, 2
 
 
-_ENTRIES = {(make_bank, alone): _entry(make_bank, alone) for make_bank in (True, False) for alone in (True, False)}
+def _entry(make_bank: bool, alone: bool, wait: bool) -> str:
+    """The first statement of a write's transaction. `_IMPORT_HOLDS_BANK`, with nothing done, while an
+    import holds the bank's writers lock; else that lock shared, then the bank's changes lock, then
+    the bank made if missing (`make_bank`). The changes lock is shared by writes that only add new
+    documents, exclusive (`alone`) for one that deletes or changes what the bank holds (deleting the
+    bank included), which waits for the writes under way and goes alone. Beside each other, such
+    writes deadlocked: a delete held the facts it removed and waited for an entity a retain had
+    updated, while the retain waited to link a new fact to a removed one (in 12 threads writing to one
+    bank, about half the writes failed so, each after PostgreSQL's 1 s deadlock timeout). Without
+    `wait`, a changes lock that is not free at once is not taken: `_CHANGES_BUSY`, nothing done.
+
+    The bank is looked for once the changes lock is taken, and its row locked as the documents' key
+    will lock it: a retain that waited for the bank's delete then sees the row gone (the lock reads
+    the newest version, where the statement's snapshot still had the bank) and makes the bank again,
+    instead of failing on the key of its first document."""
+    mode = "" if alone else "_shared"
+    take = (f"pg_advisory_xact_lock{mode}({_changes_key('$1')}) IS NOT NULL" if wait
+            else f"pg_try_advisory_xact_lock{mode}({_changes_key('$1')})")
+    made = (", made AS (INSERT INTO banks (bank_id, name) SELECT $1, $1 FROM changes c"
+            " WHERE c.taken AND NOT EXISTS (SELECT 1 FROM banks b WHERE b.bank_id = $1 AND c.taken FOR KEY SHARE)"
+            " ON CONFLICT (bank_id) DO NOTHING)") if make_bank else ""
+    return (f"WITH free AS MATERIALIZED (SELECT {bank_writers_free('$1')} AS ok),"
+            f" changes AS MATERIALIZED (SELECT {take} AS taken FROM free WHERE ok){made}"
+            f" SELECT CASE WHEN NOT (SELECT ok FROM free) THEN {_IMPORT_HOLDS_BANK}"
+            f" WHEN (SELECT taken FROM changes) THEN {_ENTERED} ELSE {_CHANGES_BUSY} END")
+
+
+_ENTRIES = {(make_bank, alone, wait): _entry(make_bank, alone, wait)
+            for make_bank in (True, False) for alone in (True, False) for wait in (True, False)}
 
 
 # The bank made if missing, unless an import holds it (the lock is let go with the statement's transaction).
@@ -140,15 +157,70 @@ async def writing_to_bank(
     without a connection (`wait_for_bank_writers`, up to `import_wait` seconds, then BankBusy saying
     nothing was `undone`) and begins again: waiting inside its transaction, it held a pooled
     connection (and a worker slot) for the whole import, so twenty of them took every connection of
-    the server. The entry is the transaction's first statement, so a retain pays no extra round trip
-    for it."""
-    entry = _ENTRIES[make_bank, alone]
+    the server. The entry is the transaction's first statement, so a write pays no extra round trip
+    for it.
+
+    The changes lock is taken at once if it is free. If not, the writer ends its transaction and
+    queues in this process behind the bank's other writers waiting for it (`_changes_queue`): only the
+    first waits in PostgreSQL, on a connection. Each waiting on its own connection, thirty edits of one
+    bank held back by a long retain took every pooled connection, and recalls of other banks waited
+    seconds for one. The one waiting in PostgreSQL keeps the lock's queue fair: a write arriving
+    meanwhile cannot take the lock ahead of it."""
+    wait = False
     while True:
-        async with transaction(pool) as conn:
-            if await conn.fetchval(entry, bank_id):
+        async with _changes_queue(bank_id) if wait else _no_queue() as queued, transaction(pool) as conn:
+            found = await conn.fetchval(_ENTRIES[make_bank, alone, wait], bank_id)
+            if found == _ENTERED:
+                queued.leave()
                 yield conn
                 return
-        await wait_for_bank_writers(pool, bank_id, import_wait, undone)
+        if found == _CHANGES_BUSY:
+            wait = True
+        else:
+            await wait_for_bank_writers(pool, bank_id, import_wait, undone)
+
+
+class _Place:
+    """A writer's place in its bank's queue (`_changes_queue`), left once it holds the changes lock."""
+
+    def __init__(self, leave: Callable[[], None] | None = None) -> None:
+        self._leave = leave
+
+    def leave(self) -> None:
+        if self._leave is not None:
+            self._leave()
+            self._leave = None
+
+
+@asynccontextmanager
+async def _no_queue() -> AsyncIterator[_Place]:
+    yield _Place()
+
+
+# Per event loop, per bank: the lock the writers of this process waiting for the bank's changes lock
+# queue on, and how many hold or wait for it (the entry goes when none do).
+_QUEUES: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[str, list[Any]]] = weakref.WeakKeyDictionary()
+
+
+@asynccontextmanager
+async def _changes_queue(bank_id: str) -> AsyncIterator[_Place]:
+    """Wait for this process's turn to wait in PostgreSQL for the bank's changes lock; the turn passes
+    on when the place is left (the lock taken) or the block ends."""
+    queues = _QUEUES.setdefault(asyncio.get_running_loop(), {})
+    entry = queues.setdefault(bank_id, [asyncio.Lock(), 0])
+    entry[1] += 1
+    turn: asyncio.Lock = entry[0]
+    try:
+        await turn.acquire()
+        place = _Place(turn.release)
+        try:
+            yield place
+        finally:
+            place.leave()
+    finally:
+        entry[1] -= 1
+        if entry[1] == 0:
+            del queues[bank_id]
 
 
 async def wait_for_bank_writers(pool: Any, bank_id: str, timeout: float | None, undone: str = "retained") -> None:

@@ -9,17 +9,21 @@ from engram.worker.handlers import Progress, handler
 if TYPE_CHECKING:
     import asyncpg
 
+    from engram.retain.prepare import PreparedItem
     from engram.services import Services
 
 
 @handler("reprocess_document")
 async def run_reprocess(services: Services, operation: asyncpg.Record, progress: Progress) -> dict[str, Any]:
     from engram.edit.documents import reprocess_item
-    from engram.retain.pipeline import retain_items
+    from engram.retain.queued import retain_queued
 
     bank_id, document_id = operation["bank_id"], operation["payload"]["document_id"]
-    item = await reprocess_item(services, bank_id, document_id, operation["id"])
-    outcome = await retain_items(services, bank_id, [item], progress=progress)
+
+    async def items_now() -> list[PreparedItem]:  # the stored text as it is at each attempt
+        return [await reprocess_item(services, bank_id, document_id, operation["id"])]
+
+    outcome = await retain_queued(services, bank_id, items_now, progress=progress)
     return {
         "document_id": document_id, "facts": len(outcome.unit_ids),
         "usage": {"input_tokens": outcome.usage.input_tokens, "output_tokens": outcome.usage.output_tokens},
@@ -33,7 +37,7 @@ async def run_file_retain(services: Services, operation: asyncpg.Record, progres
     import asyncio
 
     from engram.retain.files import keep_original, prepared_file
-    from engram.retain.pipeline import retain_items
+    from engram.retain.queued import retain_queued
     from engram.store import files
 
     payload, bank_id = operation["payload"], operation["bank_id"]
@@ -42,7 +46,11 @@ async def run_file_retain(services: Services, operation: asyncpg.Record, progres
         raise RuntimeError(f"the uploaded file {payload['filename']} is gone; upload it again")
     await progress("converting", 0, 1)
     item, markdown = await asyncio.to_thread(prepared_file, payload, upload)
-    outcome = await retain_items(services, bank_id, [item], progress=progress)
+
+    async def items_now() -> list[PreparedItem]:
+        return [item]
+
+    outcome = await retain_queued(services, bank_id, items_now, progress=progress)
     await keep_original(services.pool, bank_id, payload, upload)
     await files.delete(services.pool, payload["storage_key"])
     return {"document_id": item.document_id, "filename": payload["filename"], "format": payload["format"],

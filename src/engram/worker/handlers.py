@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     import asyncpg
 
+    from engram.retain.prepare import PreparedItem
     from engram.services import Services
 
 Progress = Callable[[str, int, int], Awaitable[None]]
@@ -28,8 +29,8 @@ def handler(operation_type: str) -> Callable[[Handler], Handler]:
 
 @handler("retain")
 async def run_retain(services: Services, operation: asyncpg.Record, progress: Progress) -> dict[str, Any]:
-    from engram.retain.pipeline import retain_items
     from engram.retain.prepare import prepare_items
+    from engram.retain.queued import retain_queued
     from engram.types import MemoryItem
 
     payload = operation["payload"]
@@ -41,7 +42,11 @@ async def run_retain(services: Services, operation: asyncpg.Record, progress: Pr
             # recording completion) then replaces these documents, reusing their chunks, instead of copying.
             ready.document_id = str(uuid.uuid5(operation["id"], str(ready.index)))
             ready.update_mode = "replace"
-    outcome = await retain_items(services, operation["bank_id"], prepared, progress=progress)
+
+    async def items_now() -> list[PreparedItem]:
+        return prepared
+
+    outcome = await retain_queued(services, operation["bank_id"], items_now, progress=progress)
     return {
         "items_count": outcome.items_count,
         "facts": len(outcome.unit_ids),
