@@ -14,17 +14,16 @@ import asyncpg
 import numpy as np
 import pytest
 
-from engram import Memory
 from engram.models.embedder import embed_query
 from engram.recall import arms
 from engram.recall.filters import UnitFilter
 from engram.recall.pipeline import ALL_TYPES
-from engram.settings import Settings
 from engram.store import facts_write as fw
 from engram.store import observations
-from engram.store.pool import encode_vector, open_store
+from engram.store.pool import encode_vector
 from engram.store.semantic_links import best_candidates
 from tests.support.plans import Recording, plan_nodes
+from tests.support.retained_store import store_after_retaining
 
 BANK = "indexed"
 UNITS_INDEX = "memory_units_embedding"
@@ -54,17 +53,8 @@ async def indexes_usable(conn: asyncpg.Connection, recording: Recording) -> set[
 
 @pytest.fixture
 async def conn(isolated_dsn: str) -> Any:
-    memory = Memory(database_url=isolated_dsn)
-    try:
-        memory.retain_batch(BANK, [{"content": text} for text in FACTS])
-    finally:
-        memory.close()
-    store = await open_store(Settings(database_url=isolated_dsn), min_size=1, max_size=1)
-    try:
-        async with store.pool.acquire() as connection:  # the store's own session settings and codecs
-            yield connection
-    finally:
-        await store.close()
+    async with store_after_retaining(isolated_dsn, BANK, FACTS) as pool, pool.acquire() as connection:
+        yield connection  # the store's own session settings and codecs
 
 
 async def bank_facts(conn: asyncpg.Connection) -> tuple[list[uuid.UUID], list[np.ndarray]]:

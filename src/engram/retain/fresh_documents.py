@@ -54,7 +54,7 @@ async def write_fresh_documents(
     )
     for row in state:
         if row["has_chunks"]:
-            raise DocumentChanged(row['document_id'])
+            raise DocumentChanged(row["document_id"])
     if any(row["has_leftovers"] for row in state):
         return False
     await fw.upsert_documents(conn, bank_id, _document_rows(plans, store_text, retain_params))

@@ -326,6 +326,10 @@ _LINK_NEAREST = """
     ON CONFLICT DO NOTHING
 """
 
+# The new facts one statement links (~1 ms each through the index): a retain of one 2 MB document has
+# ~33,000, and a statement's time is bounded (the pool's 300 s `command_timeout`).
+LINK_STATEMENT_FACTS = 2_000
+
 # A bank this small, and at most this share of all the facts, is searched exactly for its semantic links:
 # the HNSW index, filtered to the bank, walks the other banks' vectors before it finds the bank's own
 # (two facts of a 470-fact bank stored beside 8,000 others: 11.9 ms, against 0.8 ms with the bank
@@ -380,15 +384,17 @@ async def insert_semantic_links(
     bulk item's PostgreSQL time at 100,000 facts (1.45 against 0.9 ms a unit, 1 % fewer links)."""
     if not unit_ids:
         return
-    values = (bank_id, unit_ids, min_similarity, per_unit)
+    runs = [unit_ids[start:start + LINK_STATEMENT_FACTS] for start in range(0, len(unit_ids), LINK_STATEMENT_FACTS)]
     if exact if exact is not None else await semantic_search_is_exact(conn, bank_id):
-        await conn.execute(_LINK_NEAREST.format(
-            with_clause=BANK_FACTS, candidates="bank_facts o WHERE o.id <> n.id",
-            distance="o.embedding <=> n.embedding", order=", o.id"), *values)
+        for run in runs:
+            await conn.execute(_LINK_NEAREST.format(
+                with_clause=BANK_FACTS, candidates="bank_facts o WHERE o.id <> n.id",
+                distance="o.embedding <=> n.embedding", order=", o.id"), bank_id, run, min_similarity, per_unit)
         return
     # The caller's transaction; back to the session's values below.
     await conn.execute(hnsw_link_settings(per_unit))
-    await conn.execute(_LINK_NEAREST.format(
-        with_clause="", candidates=f"{INDEXED_FACTS} AND o.id <> n.id",
-        distance=indexed_distance("o.embedding", "n.embedding"), order=""), *values)
+    for run in runs:
+        await conn.execute(_LINK_NEAREST.format(
+            with_clause="", candidates=f"{INDEXED_FACTS} AND o.id <> n.id",
+            distance=indexed_distance("o.embedding", "n.embedding"), order=""), bank_id, run, min_similarity, per_unit)
     await conn.execute("SET LOCAL enable_sort TO DEFAULT; SET LOCAL hnsw.ef_search TO DEFAULT")

@@ -22,9 +22,12 @@ transaction at 100,000 facts (session 16).
 The links are the ones the transaction's own search finds (it sees the committed facts and its
 own), up to the approximation of the HNSW index. When the pool has no connection to spare at once,
 the search runs inside the transaction as before, so a retain never waits on the pool it already
-holds a connection of. On copies of a 100,000-fact bank, 5,000 more items in bulk went from 194-200
-to 214-219 items/s for ~1 % more CPU an item; at 1,000-5,000 facts, where the search is cheap, the
-rate stayed within 1-3 % (bench/README.md, session 15).
+holds a connection of; so does a retain of more than `SIDE_SEARCH_MAX_FACTS` new facts, whose
+pairs the side connections would take too long to compare.
+
+On copies of a 100,000-fact bank, 5,000 more items in bulk went from 194-200 to 214-219 items/s
+for ~1 % more CPU an item; at 1,000-5,000 facts, where the search is cheap, the rate stayed within
+1-3 % (bench/README.md, session 15).
 """
 
 from __future__ import annotations
@@ -46,6 +49,11 @@ log = logging.getLogger("engram.store")
 
 SIDE_CONNECTIONS = 2
 SIDE_ACQUIRE_TIMEOUT_S = 0.05
+# Beyond this many new facts the search stays in the transaction, through the index, which sees them:
+# the side connections compare every new fact with every other (they cannot read them from the
+# table), and for the ~33,000 facts of one 2 MB document that ran past the pool's 300 s statement
+# timeout (a 500-item call, the usual bulk, compares 250,000 pairs; 2,000 facts, 4 million).
+SIDE_SEARCH_MAX_FACTS = 2_000
 
 # Each vector ($2, numbered from $5 + 1) with its best $4 candidates at least $3 alike, as one text value
 # 'position id similarity,...': the committed facts of bank $1 (`{candidates}`: read once, exactly, or
@@ -79,7 +87,7 @@ async def link_bulk(
     """Insert the semantic links of the new facts `ids` (their `vectors` in the same order) on `conn`,
     the retain's transaction, after `meanwhile` (the transaction's other work) has run on it."""
     exact = await fw.semantic_search_is_exact(conn, bank_id)  # counted with the transaction's new facts
-    sides = await _acquire_sides(pool, min(SIDE_CONNECTIONS, len(ids)))
+    sides = await _acquire_sides(pool, min(SIDE_CONNECTIONS, len(ids))) if len(ids) <= SIDE_SEARCH_MAX_FACTS else []
     if not sides:
         await meanwhile
         await fw.insert_semantic_links(conn, bank_id, ids, min_similarity=min_similarity, per_unit=per_unit,
@@ -88,11 +96,13 @@ async def link_bulk(
     try:
         encoded = [encode_vector(v) for v in vectors]
         share = -(-len(ids) // len(sides))  # each side connection's consecutive run of the facts
+        # Every search ends before its connection goes back to the pool, even when another failed:
+        # released while its statement ran, a connection failed the retain with an InterfaceError.
         search = asyncio.ensure_future(asyncio.gather(*(
             best_candidates(side, bank_id, ids, encoded, first, share,
                             exact=exact, min_similarity=min_similarity, per_unit=per_unit)
             for side, first in zip(sides, range(0, len(ids), share), strict=False)
-        )))
+        ), return_exceptions=True))
         try:
             await meanwhile
         except BaseException:
@@ -100,10 +110,14 @@ async def link_bulk(
             with contextlib.suppress(BaseException):
                 await search
             raise
-        stored = await search
+        found = await search
     finally:
         for side in sides:
             await pool.release(side)
+    failed = [outcome for outcome in found if isinstance(outcome, BaseException)]
+    if failed:
+        raise failed[0]
+    stored = list(found)
     log.debug("semantic links of %d facts searched beside the transaction on %d connections", len(ids), len(sides))
     await insert_found(conn, bank_id, ids, stored)
 
