@@ -104,6 +104,8 @@ def _entry(make_bank: bool, alone: bool, wait: bool) -> str:
     mode = "" if alone else "_shared"
     take = (f"pg_advisory_xact_lock{mode}({_changes_key('$1')}) IS NOT NULL" if wait
             else f"pg_try_advisory_xact_lock{mode}({_changes_key('$1')})")
+    # `c.taken` inside the subquery ties it to the row of `changes`, so it runs after the lock is taken
+    # (uncorrelated, PostgreSQL would evaluate it once, before).
     made = (", made AS (INSERT INTO banks (bank_id, name) SELECT $1, $1 FROM changes c"
             " WHERE c.taken AND NOT EXISTS (SELECT 1 FROM banks b WHERE b.bank_id = $1 AND c.taken FOR KEY SHARE)"
             " ON CONFLICT (bank_id) DO NOTHING)") if make_bank else ""
