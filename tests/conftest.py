@@ -155,14 +155,24 @@ def scripted_llm() -> Iterator[ScriptedLLM]:
         yield llm
 
 
+@contextmanager
+def scripted_server(pg_dsn: str, llm: ScriptedLLM, name: str, **env: str) -> Iterator[tuple[RunningServer, str]]:
+    """A server whose LLM is the scripted endpoint (no retries, a 5 s timeout unless `env` says
+    otherwise), on a database of its own whose DSN comes with it: tests can read and change its rows."""
+    settings = {**llm.settings_env(), "ENGRAM_LLM_MAX_RETRIES": "0", "ENGRAM_LLM_TIMEOUT": "5", **env}
+    with separate_database(pg_dsn) as dsn:
+        running = start_server(dsn, settings, name=name)
+        try:
+            yield running, dsn
+        finally:
+            running.stop()
+
+
 @pytest.fixture(scope="session")
 def llm_server(pg_dsn: str, scripted_llm: ScriptedLLM) -> Iterator[RunningServer]:
     """An Engram server whose LLM is the scripted OpenAI-compatible endpoint (its own database)."""
-    env = {**scripted_llm.settings_env(), "ENGRAM_LLM_MAX_RETRIES": "0", "ENGRAM_LLM_TIMEOUT": "5"}
-    with separate_database(pg_dsn) as dsn:
-        running = start_server(dsn, env, name="scripted-llm")
+    with scripted_server(pg_dsn, scripted_llm, "scripted-llm") as (running, _):
         yield running
-        running.stop()
 
 
 @pytest.fixture

@@ -7,10 +7,13 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from contextlib import AbstractAsyncContextManager
+
     from engram.link_counts import LinkCounts
     from engram.llm.base import LLMProvider
     from engram.settings import Settings
     from engram.store.pool import Store
+    from engram.store.tx import Conn
 
 
 @dataclass
@@ -28,6 +31,14 @@ class Services:
     @property
     def pool(self):  # noqa: ANN201 - asyncpg.Pool, kept out of the import path
         return self.store.pool
+
+    def changing_bank(self, bank_id: str, undone: str) -> AbstractAsyncContextManager[Conn]:
+        """A transaction changing what an existing bank holds, alone among its writes, begun once no
+        import holds the bank (waiting up to `import_wait_seconds`, then BankBusy saying nothing was
+        `undone`): `writer_locks.writing_to_bank` as every edit, delete and clear uses it."""
+        from engram.store.writer_locks import writing_to_bank
+
+        return writing_to_bank(self.pool, bank_id, self.settings.import_wait_seconds, make_bank=False, undone=undone)
 
     async def bank_config(self, bank_id: str) -> dict[str, Any]:
         """The bank's effective config (env defaults + its overrides); defaults for an unknown bank."""

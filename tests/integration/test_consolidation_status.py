@@ -11,7 +11,7 @@ import asyncpg
 import pytest
 
 from engram.store.migrate import apply_migrations, migration_files
-from tests.conftest import RunningServer, separate_database, start_server
+from tests.conftest import RunningServer, scripted_server, separate_database
 from tests.integration.test_consolidation import Script
 from tests.support.migrations import migrate_before
 from tests.support.scripted_llm import ScriptedLLM
@@ -23,11 +23,8 @@ EMBEDDING = "[" + ",".join(["0.1"] * 384) + "]"
 @pytest.fixture(scope="module")
 def status_server(pg_dsn: str, scripted_llm: ScriptedLLM) -> Iterator[tuple[RunningServer, str]]:
     """A server with the scripted LLM on a database of its own, whose rows the tests read."""
-    env = {**scripted_llm.settings_env(), "ENGRAM_LLM_MAX_RETRIES": "0", "ENGRAM_LLM_TIMEOUT": "5"}
-    with separate_database(pg_dsn) as dsn:
-        running = start_server(dsn, env, name="consolidation-status")
-        yield running, dsn
-        running.stop()
+    with scripted_server(pg_dsn, scripted_llm, "consolidation-status") as running:
+        yield running
 
 
 async def test_consolidating_facts_leaves_their_memory_rows_as_retain_wrote_them(

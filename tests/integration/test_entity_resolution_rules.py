@@ -15,7 +15,7 @@ import asyncpg
 import httpx
 import pytest
 
-from tests.conftest import RunningServer, _admin, start_server
+from tests.conftest import RunningServer, _admin, scripted_server
 from tests.support.scripted_llm import ScriptedLLM
 from tests.support.waiting import wait_for
 
@@ -26,14 +26,9 @@ CUSTOMER = {"key": "customer", "type": "map", "fields": {"name": {"type": "text"
 @pytest.fixture(scope="module")
 def llm_db(pg_dsn: str, scripted_llm: ScriptedLLM) -> Iterator[tuple[RunningServer, str]]:
     """A scripted-LLM server on a database of its own, so tests can age entities in SQL."""
-    from tests.conftest import separate_database
-
-    env = {**scripted_llm.settings_env(), "ENGRAM_LLM_MAX_RETRIES": "0", "ENGRAM_LLM_TIMEOUT": "5",
-           "HINDSIGHT_API_ENABLE_AUTO_CONSOLIDATION": "false"}
-    with separate_database(pg_dsn) as dsn:
-        running = start_server(dsn, env, name="entity-rules")
-        yield running, dsn
-        running.stop()
+    with scripted_server(pg_dsn, scripted_llm, "entity-rules",
+                         HINDSIGHT_API_ENABLE_AUTO_CONSOLIDATION="false") as running:
+        yield running
 
 
 @pytest.fixture

@@ -15,7 +15,6 @@ from engram.recall.rows import iso
 from engram.services import Services
 from engram.store import memories as memory_store
 from engram.store import observations as store
-from engram.store.writer_locks import writing_to_bank
 
 router = APIRouter(prefix="/v1/default/banks/{bank_id}", tags=["Observations"])
 
@@ -43,8 +42,7 @@ async def trigger_consolidation(
 @router.delete("/observations")
 async def clear_observations(bank_id: str, svc: Services = Depends(services)) -> dict[str, Any]:
     await require_bank(svc, bank_id)
-    async with writing_to_bank(svc.pool, bank_id, svc.settings.import_wait_seconds, make_bank=False,
-                               undone="deleted") as conn:
+    async with svc.changing_bank(bank_id, undone="deleted") as conn:
         deleted = await memory_store.clear_observations(conn, bank_id)
     return {"success": True, "message": f"deleted {deleted} observations", "deleted_count": deleted}
 
@@ -54,8 +52,7 @@ async def clear_memory_observations(bank_id: str, memory_id: str, svc: Services 
     unit_id = parse_uuid(memory_id, "memory")
     if await memory_store.get_unit(svc.pool, bank_id, unit_id) is None:
         raise NotFound(f"memory '{memory_id}' not found in bank '{bank_id}'")
-    async with writing_to_bank(svc.pool, bank_id, svc.settings.import_wait_seconds, make_bank=False,
-                               undone="deleted") as conn:
+    async with svc.changing_bank(bank_id, undone="deleted") as conn:
         deleted = await memory_store.clear_observations_of(conn, bank_id, unit_id)
     # The point of this call is re-synthesis, so the job is queued even with auto-consolidation off.
     if svc.llm is not None and (await svc.bank_config(bank_id)).get("enable_observations", True):

@@ -14,7 +14,6 @@ from engram.consolidate.trigger import schedule_consolidation
 from engram.services import Services
 from engram.store import observations as observation_store
 from engram.store.timeseries import TIME_COLUMNS, memories_per_bucket
-from engram.store.writer_locks import writing_to_bank
 
 router = APIRouter(prefix="/v1/default/banks/{bank_id}", tags=["Banks"])
 
@@ -86,8 +85,7 @@ async def memories_timeseries(bank_id: str, period: str = "7d", time_field: str 
 async def recover_consolidation(bank_id: str, svc: Services = Depends(services)) -> dict[str, Any]:
     """Facts marked failed wait for consolidation again, and a consolidation is queued for them."""
     await require_bank(svc, bank_id)
-    async with writing_to_bank(svc.pool, bank_id, svc.settings.import_wait_seconds, make_bank=False,
-                               undone="changed") as conn:
+    async with svc.changing_bank(bank_id, undone="changed") as conn:
         retried = await observation_store.reset_failed_consolidation(conn, bank_id)
     queued = None
     if retried and svc.llm is not None and (await svc.bank_config(bank_id)).get("enable_observations", True):

@@ -13,7 +13,6 @@ from engram.retain.prepare import PreparedItem, merge_tags
 from engram.store import document_events, edits
 from engram.store import operations as ops
 from engram.store.memories import clear_observations_of
-from engram.store.writer_locks import writing_to_bank
 
 if TYPE_CHECKING:
     from engram.services import Services
@@ -32,8 +31,7 @@ async def update_document(
             if not tag.strip():
                 raise InvalidInput(f"tags[{position}]", "must not be empty")
         tags = merge_tags(tags)
-    async with writing_to_bank(services.pool, bank_id, services.settings.import_wait_seconds, make_bank=False,
-                               undone="changed") as conn:
+    async with services.changing_bank(bank_id, undone="changed") as conn:
         current = await edits.lock_document_row(conn, bank_id, document_id)
         if current is None:
             raise NotFound(f"document '{document_id}' not found in bank '{bank_id}'")

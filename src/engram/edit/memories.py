@@ -18,7 +18,6 @@ from engram.retain.prepare import merge_tags
 from engram.store import document_events, edits
 from engram.store.memories import clear_observations_of, get_unit
 from engram.store.observations import forget_sources, mark_consolidated, reset_sources
-from engram.store.writer_locks import writing_to_bank
 
 if TYPE_CHECKING:
     from engram.services import Services
@@ -100,8 +99,7 @@ async def update_memory(
     if reembed:
         when = merged["occurred_start"] or merged["mentioned_at"]
         vector = await asyncio.to_thread(_vector, merged["text"], when, names)
-    async with writing_to_bank(services.pool, bank_id, services.settings.import_wait_seconds, make_bank=False,
-                               undone="changed") as conn:
+    async with services.changing_bank(bank_id, undone="changed") as conn:
         if not await edits.update_unit(conn, memory_id, changes, vector):  # deleted meanwhile
             raise NotFound(f"memory '{memory_id}' not found in bank '{bank_id}'")
         if entities is not None:
