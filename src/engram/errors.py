@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from engram.store.writer_locks import Claim
+
 
 class EngramError(Exception):
     """Base class. `status` is the HTTP status the API answers with."""
@@ -46,6 +51,15 @@ class DocumentChanged(Conflict):
 
     def __init__(self, document_id: str) -> None:
         super().__init__(f"document '{document_id}' changed during this retain; retry it")
+
+
+class ClaimLost(Conflict):
+    """A worker about to write for a queued operation no longer holds it: its bank was deleted (with
+    its operations), or its lease ran out and another worker took it over."""
+
+    def __init__(self, claim: Claim) -> None:
+        super().__init__(f"operation {claim.operation_id} is no longer this worker's (its bank was deleted, "
+                         "or another worker took it over): nothing more of it is written")
 
 
 class LLMNotConfigured(EngramError):

@@ -82,13 +82,13 @@ class Memory:
     async def _retain(
         self, bank_id: str, items: list[dict[str, Any]], document_tags: list[str] | None
     ) -> dict[str, Any]:
-        from engram.retain.pipeline import retain_items
         from engram.retain.prepare import prepare_items
+        from engram.retain.replanned import retain_replanned
 
         services = await self._open()
         prepared = prepare_items([MemoryItem.model_validate(i) for i in items], document_tags)
-        outcome = await retain_items(services, bank_id, prepared,
-                                     import_wait=services.settings.import_wait_seconds)
+        outcome = await retain_replanned(services, bank_id, prepared,
+                                         import_wait=services.settings.import_wait_seconds)
         return {"items_count": outcome.items_count, "memory_ids": [str(u) for u in outcome.unit_ids]}
 
     def retain(self, bank_id: str, content: str, **item: Any) -> dict[str, Any]:

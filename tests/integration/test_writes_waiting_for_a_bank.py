@@ -25,7 +25,7 @@ async def begin_write(dsn: str, *, alone: bool = False) -> asyncpg.Connection:
     documents (shared), or a write that goes alone."""
     holder = await asyncpg.connect(dsn)
     await holder.execute("BEGIN")
-    assert await holder.fetchval(writer_locks._ENTRIES[False, alone, True], BUSY) == writer_locks._ENTERED
+    assert await writer_locks.enter_bank(holder, BUSY, make_bank=False, alone=alone, wait=True) == writer_locks.ENTERED
     return holder
 
 

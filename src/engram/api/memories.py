@@ -14,8 +14,8 @@ from engram.api.deps import parse_uuid, require_bank, services
 from engram.errors import InvalidInput, NotFound
 from engram.models.tokens import count_tokens
 from engram.recall.pipeline import recall_payload
-from engram.retain.pipeline import retain_items
 from engram.retain.prepare import prepare_items
+from engram.retain.replanned import retain_replanned
 from engram.services import Services
 from engram.store import memories as store
 from engram.store import operations as ops
@@ -57,7 +57,7 @@ async def retain(bank_id: str, body: RetainRequest, request: Request, svc: Servi
             success=True, bank_id=bank_id, items_count=len(body.items), async_=True,
             operation_id=str(op_id), operation_ids=[str(op_id)],
         )
-    outcome = await retain_items(svc, bank_id, prepared, import_wait=svc.settings.import_wait_seconds)
+    outcome = await retain_replanned(svc, bank_id, prepared, import_wait=svc.settings.import_wait_seconds)
     await record_sync_retain(svc.pool, bank_id, {"items": [{"document_id": p.document_id} for p in prepared],
                                                  "document_tags": body.document_tags}, len(outcome.unit_ids))
     usage = TokenUsage(

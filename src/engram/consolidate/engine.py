@@ -24,7 +24,7 @@ from engram.consolidate.scopes import Scope, resolve_fact_scopes
 from engram.consolidate.strategies import ScopeSettings, settings_for_scope
 from engram.errors import InvalidLLMOutput, LLMNotConfigured
 from engram.store import observations as store
-from engram.store.writer_locks import writing_to_bank
+from engram.store.writer_locks import Claim, writing_to_bank
 
 if TYPE_CHECKING:
     import asyncpg
@@ -47,18 +47,22 @@ class Round:
     config: dict[str, Any]
     scopes_left: dict[uuid.UUID, int]
     stats: Counter[str]
+    claim: Claim | None = None  # the worker's hold on the operation: its writes stop once it is lost
 
 
 async def consolidate_bank(
-    services: Services, bank_id: str, scopes: list[list[str]] | None, progress: Progress | None = None
+    services: Services, bank_id: str, scopes: list[list[str]] | None, progress: Progress | None = None,
+    claim: Claim | None = None,
 ) -> dict[str, Any]:
     """Consolidate up to `consolidation_max_memories_per_round` facts; returns counters and whether
-    facts are still waiting (the caller re-queues the job then)."""
+    facts are still waiting (the caller re-queues the job then). Each batch's writes raise ClaimLost,
+    with nothing of that batch written, once the worker no longer holds the operation (`claim`): its
+    bank was deleted, or another worker took it over and consolidates the same facts."""
     if services.llm is None:
         raise LLMNotConfigured("consolidation")
     config = await services.bank_config(bank_id)
     per_round = max(1, int(config.get("consolidation_max_memories_per_round") or 100))
-    state = Round(services, bank_id, config, {}, Counter())
+    state = Round(services, bank_id, config, {}, Counter(), claim)
     processed = 0
     while processed < per_round:
         facts = await store.unconsolidated_facts(services.pool, bank_id, min(FETCH_SIZE, per_round - processed), scopes)
@@ -202,7 +206,7 @@ async def _apply(state: Round, scope: Scope, settings: ScopeSettings, plan: Plan
         state.scopes_left[fact["id"]] -= 1
     finished = [f["id"] for f in batch if state.scopes_left[f["id"]] <= 0]
     # A consolidation slipping past the claim's check waits for an import into the bank (`writer_locks`).
-    async with writing_to_bank(state.services.pool, state.bank_id, None, make_bank=False) as conn:
+    async with writing_to_bank(state.services.pool, state.bank_id, None, make_bank=False, claim=state.claim) as conn:
         deleted = await store.delete_observations(conn, list(plan.deletes))
         if settings.max_observations_per_scope >= 0:
             room = settings.max_observations_per_scope - await store.count_in_scope(conn, state.bank_id, list(scope))

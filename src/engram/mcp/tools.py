@@ -121,12 +121,12 @@ async def retain(svc: Services, bank_id: str, args: RetainArgs) -> dict[str, Any
 async def sync_retain(svc: Services, bank_id: str, args: RetainArgs) -> dict[str, Any]:
     """Store information in long-term memory and wait until it is stored, so a recall right after
     finds it. Otherwise prefer retain, which does not wait."""
-    from engram.retain.pipeline import retain_items
     from engram.retain.prepare import prepare_items
+    from engram.retain.replanned import retain_replanned
     from engram.types import RetainResponse, TokenUsage
 
-    outcome = await retain_items(svc, bank_id, prepare_items(_memory_items(args), None),
-                                 import_wait=svc.settings.import_wait_seconds)
+    outcome = await retain_replanned(svc, bank_id, prepare_items(_memory_items(args), None),
+                                     import_wait=svc.settings.import_wait_seconds)
     usage = TokenUsage(input_tokens=outcome.usage.input_tokens, output_tokens=outcome.usage.output_tokens,
                        total_tokens=outcome.usage.input_tokens + outcome.usage.output_tokens)
     response = RetainResponse(success=True, bank_id=bank_id, items_count=outcome.items_count, async_=False,

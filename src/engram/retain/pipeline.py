@@ -28,7 +28,7 @@ from engram.store import document_events, semantic_links
 from engram.store import facts_write as fw
 from engram.store.statistics import BULK_RETAIN_FACTS, analyze_if_stale, publish_write_counts
 from engram.store.unit_ids import new_unit_id
-from engram.store.writer_locks import lock_documents, writing_to_bank
+from engram.store.writer_locks import Claim, lock_documents, writing_to_bank
 
 if TYPE_CHECKING:
     from engram.services import Services
@@ -278,18 +278,19 @@ async def _write_documents(
 async def _write(
     services: Services, bank_id: str, plans: list[DocumentPlan], extraction: Awaitable[Extracted], store_text: bool,
     embedded: Callable[[], AsyncIterator[list[PendingUnit]]], label_keys: frozenset[str] = frozenset(),
-    import_wait: float | None = None,
+    import_wait: float | None = None, claim: Claim | None = None,
 ) -> None:
     """One transaction: the documents' own rows first, then the facts as `embedded()` hands them over
     with their vectors (new documents' facts may still be being extracted: `extraction` ends when they
     all are), then their entities and links. A bulk retain that removes no facts searches its
     semantic links beside the transaction (`semantic_links.link_bulk`); one that does searches inside
     it, where the removed facts are gone and cannot take a new fact's places. While an import holds
-    the bank it waits without a connection (`writing_to_bank`, up to `import_wait` seconds)."""
+    the bank it waits without a connection (`writing_to_bank`, up to `import_wait` seconds). A queued
+    retain (`claim`) writes only while its worker still holds its operation."""
     from engram.retain.entities import Mention, store_entities
 
     # A retain of new documents only goes beside others; one replacing a document goes alone (`_entry`).
-    async with writing_to_bank(services.pool, bank_id, import_wait, alone=not all_fresh(plans)) as conn:
+    async with writing_to_bank(services.pool, bank_id, import_wait, alone=not all_fresh(plans), claim=claim) as conn:
         removed_facts = await _write_documents(conn, bank_id, plans, extraction, store_text)
         stored = 0
         async for ready in embedded():
@@ -332,10 +333,12 @@ async def retain_items(
     *,
     progress: Progress | None = None,
     import_wait: float | None = None,
+    claim: Claim | None = None,
 ) -> RetainOutcome:
     """Retain the items into the bank. While an import into the bank runs, the retain waits for it
     up to `import_wait` seconds, then raises BankBusy (None: for as long as it runs, as a queued
-    retain does)."""
+    retain does). A queued retain's `claim` keeps it from writing once its worker no longer holds the
+    operation (ClaimLost)."""
     config = await services.bank_config(bank_id)
     chunk_size = int(config.get("retain_chunk_size") or 3000)
     groups_of_items = _group_by_document(items)
@@ -386,7 +389,7 @@ async def retain_items(
                 await progress("writing", 0, len((await extraction).pending))
 
         await _write(services, bank_id, plans, extraction, bool(config.get("store_document_text", True)), embedded,
-                     frozenset(group.key.lower() for group in groups), import_wait)
+                     frozenset(group.key.lower() for group in groups), import_wait, claim)
         extracted_facts = extraction.result()  # the write awaited it
         pending, usage = extracted_facts.pending, extracted_facts.usage
     finally:

@@ -20,12 +20,15 @@ holds also runs alone among the bank's writes (the changes lock, `_entry`)."""
 from __future__ import annotations
 
 import asyncio
+import functools
+import uuid
 import weakref
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from typing import Any
 
-from engram.errors import BankBusy
+from engram.errors import BankBusy, ClaimLost
 from engram.store.missing_bank import MISSING_BANK
 from engram.store.tx import Conn, transaction
 
@@ -83,11 +86,39 @@ def _changes_key(bank_sql: str) -> str:
 
 
 # What a write's first statement found (`_entry`).
-_IMPORT_HOLDS_BANK, _ENTERED, _CHANGES_BUSY = 0, 1, 2
+IMPORT_HOLDS_BANK, ENTERED, CHANGES_BUSY = 0, 1, 2
 
 
+@dataclass(frozen=True)
+class Claim:
+    """The queued operation a worker runs a write for, and the worker that claimed it (`check_claim`)."""
+
+    operation_id: uuid.UUID
+    worker_id: str
+
+
+_CLAIM_HELD = ("SELECT EXISTS (SELECT 1 FROM async_operations WHERE id = $1 AND worker_id = $2"
+               " AND status = 'processing')")
+
+
+async def check_claim(conn: Any, claim: Claim | None) -> None:
+    """Raise ClaimLost unless the worker still holds the operation it writes for (nothing for a write
+    with no `claim`). A statement of its own, run once the bank's locks are held, so its snapshot is
+    taken after any wait for them: a check inside the statement that waited read the operation as it
+    was when the wait began (a row lock does not help: a worker's claim only updates the row, which
+    a `FOR KEY SHARE` lets through unchecked, and a stronger lock would hold the progress reports up).
+
+    A bank's delete removes its operations, those being run included: a queued retain claimed before
+    the delete and writing after it made the deleted bank again, holding what the delete was asked
+    to remove. A worker whose lease ran out while another took the operation over wrote it a second
+    time."""
+    if claim is not None and not await conn.fetchval(_CLAIM_HELD, claim.operation_id, claim.worker_id):
+        raise ClaimLost(claim)
+
+
+@functools.cache
 def _entry(make_bank: bool, alone: bool, wait: bool) -> str:
-    """The first statement of a write's transaction. `_IMPORT_HOLDS_BANK`, with nothing done, while an
+    """The first statement of a write's transaction. `IMPORT_HOLDS_BANK`, with nothing done, while an
     import holds the bank's writers lock; else that lock shared, then the bank's changes lock, then
     the bank made if missing (`make_bank`). The changes lock is shared by writes that only add new
     documents, exclusive (`alone`) for one that deletes or changes what the bank holds (deleting the
@@ -95,7 +126,7 @@ def _entry(make_bank: bool, alone: bool, wait: bool) -> str:
     writes deadlocked: a delete held the facts it removed and waited for an entity a retain had
     updated, while the retain waited to link a new fact to a removed one (in 12 threads writing to one
     bank, about half the writes failed so, each after PostgreSQL's 1 s deadlock timeout). Without
-    `wait`, a changes lock that is not free at once is not taken: `_CHANGES_BUSY`, nothing done.
+    `wait`, a changes lock that is not free at once is not taken: `CHANGES_BUSY`, nothing done.
 
     The bank is looked for once the changes lock is taken, and its row locked as the documents' key
     will lock it: a retain that waited for the bank's delete then sees the row gone (the lock reads
@@ -111,12 +142,13 @@ def _entry(make_bank: bool, alone: bool, wait: bool) -> str:
             " ON CONFLICT (bank_id) DO NOTHING)") if make_bank else ""
     return (f"WITH free AS MATERIALIZED (SELECT {bank_writers_free('$1')} AS ok),"
             f" changes AS MATERIALIZED (SELECT {take} AS taken FROM free WHERE ok){made}"
-            f" SELECT CASE WHEN NOT (SELECT ok FROM free) THEN {_IMPORT_HOLDS_BANK}"
-            f" WHEN (SELECT taken FROM changes) THEN {_ENTERED} ELSE {_CHANGES_BUSY} END")
+            f" SELECT CASE WHEN NOT (SELECT ok FROM free) THEN {IMPORT_HOLDS_BANK}"
+            f" WHEN (SELECT taken FROM changes) THEN {ENTERED} ELSE {CHANGES_BUSY} END")
 
 
-_ENTRIES = {(make_bank, alone, wait): _entry(make_bank, alone, wait)
-            for make_bank in (True, False) for alone in (True, False) for wait in (True, False)}
+async def enter_bank(conn: Any, bank_id: str, *, make_bank: bool, alone: bool, wait: bool) -> int:
+    """Run a write's first statement (`_entry`) in `conn`'s transaction; what it found."""
+    return await conn.fetchval(_entry(make_bank, alone, wait), bank_id)
 
 
 # The bank made if missing, unless an import holds it (the lock is let go with the statement's transaction).
@@ -151,7 +183,7 @@ async def ensure_bank_after_any_restore(pool: Any, bank_id: str, import_wait: fl
 @asynccontextmanager
 async def writing_to_bank(
     pool: Any, bank_id: str, import_wait: float | None, *, make_bank: bool = True, alone: bool = True,
-    undone: str = "retained",
+    undone: str = "retained", claim: Claim | None = None,
 ) -> AsyncIterator[Conn]:
     """A transaction writing to the bank's memories, begun once no import holds the bank; for a retain
     (`make_bank`), with the bank made if missing. Unless it only adds new documents (`alone` false),
@@ -167,16 +199,20 @@ async def writing_to_bank(
     first waits in PostgreSQL, on a connection. Each waiting on its own connection, thirty edits of one
     bank held back by a long retain took every pooled connection, and recalls of other banks waited
     seconds for one. The one waiting in PostgreSQL keeps the lock's queue fair: a write arriving
-    meanwhile cannot take the lock ahead of it."""
+    meanwhile cannot take the lock ahead of it.
+
+    A write for a queued operation (`claim`) raises ClaimLost, with nothing written (the bank not made
+    either), once its worker no longer holds the operation (`check_claim`)."""
     wait = False
     while True:
         async with _changes_queue(bank_id) if wait else _no_queue() as queued, transaction(pool) as conn:
-            found = await conn.fetchval(_ENTRIES[make_bank, alone, wait], bank_id)
-            if found == _ENTERED:
+            found = await enter_bank(conn, bank_id, make_bank=make_bank, alone=alone, wait=wait)
+            if found == ENTERED:
                 queued.leave()
+                await check_claim(conn, claim)
                 yield conn
                 return
-        if found == _CHANGES_BUSY:
+        if found == CHANGES_BUSY:
             wait = True
         else:
             await wait_for_bank_writers(pool, bank_id, import_wait, undone)
@@ -241,7 +277,10 @@ async def wait_for_bank_writers(pool: Any, bank_id: str, timeout: float | None, 
         delay = min(delay * 2, 1.0)
 
 
-async def hold_bank_writers(conn: Any, bank_id: str) -> None:
+async def hold_bank_writers(conn: Any, bank_id: str, claim: Claim | None = None) -> None:
     """The bank's writers lock, exclusively: waits for the retains writing to the bank, and keeps new
-    ones from locking a document or a name until this transaction ends."""
+    ones from locking a document or a name until this transaction ends. Then, for an import a worker
+    runs (`claim`), ClaimLost unless the worker still holds the operation: its bank was deleted, or
+    another worker took it over."""
     await conn.execute(f"SELECT pg_advisory_xact_lock({_BANK_WRITERS_KEY})", bank_id)
+    await check_claim(conn, claim)

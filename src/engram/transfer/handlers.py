@@ -13,7 +13,7 @@ from engram.store import files
 from engram.transfer.archive import ArchiveWriter, read_archive
 from engram.transfer.export import write_bank_archive
 from engram.transfer.importer import ImportOptions, import_archive
-from engram.worker.handlers import Progress, handler
+from engram.worker.handlers import Progress, claim_of, handler
 
 if TYPE_CHECKING:
     import asyncpg
@@ -84,7 +84,7 @@ async def run_import(services: Services, operation: asyncpg.Record, progress: Pr
             raise RuntimeError(f"the uploaded archive {payload['storage_key']} changed while it was read; try again")
         archive = await asyncio.to_thread(read_archive, spool)
         target = payload.get("target_bank_id") or archive.source_bank_id
-        result = await import_archive(services, archive, _options(payload, target), progress)
+        result = await import_archive(services, archive, _options(payload, target), progress, claim_of(operation))
     await files.delete(services.pool, payload["storage_key"])  # imported: the upload is no longer needed
     return result
 
@@ -98,7 +98,7 @@ async def run_clone(services: Services, operation: asyncpg.Record, progress: Pro
         spool.seek(0)
         archive = await asyncio.to_thread(read_archive, spool, check_documents=False)
         options = _options({**payload, "mode": "restore"}, payload["target_bank_id"])
-        return await import_archive(services, archive, options, progress)
+        return await import_archive(services, archive, options, progress, claim_of(operation))
 
 
 def upload_key(bank_id: str) -> str:

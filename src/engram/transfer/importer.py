@@ -18,7 +18,7 @@ from engram.store import facts_write as fw
 from engram.store import transfer_writes as tw
 from engram.store.banks import get_bank, upsert_bank
 from engram.store.tx import transaction
-from engram.store.writer_locks import hold_bank_writers
+from engram.store.writer_locks import Claim, hold_bank_writers
 from engram.transfer import import_rows as rows
 from engram.transfer.archive import LINK_BATCH, Archive, ArrayEntry
 from engram.transfer.fact_places import FactPlaces
@@ -180,7 +180,8 @@ def _summary(archive: Archive, options: ImportOptions, written: Written, observa
 
 
 async def import_archive(
-    services: Services, archive: Archive, options: ImportOptions, progress: Progress | None = None
+    services: Services, archive: Archive, options: ImportOptions, progress: Progress | None = None,
+    claim: Claim | None = None,
 ) -> dict[str, Any]:
     options.check()
     bank_id = options.target_bank_id
@@ -202,7 +203,7 @@ async def import_archive(
     written = Written()
     async with transaction(services.pool) as conn:
         # first, before the bank's row: the retains in flight finish, the next ones wait for this one
-        await hold_bank_writers(conn, bank_id)
+        await hold_bank_writers(conn, bank_id, claim)
         profile = rows.bank_profile(archive) if with_config else {}
         await upsert_bank(conn, bank_id, name=profile.get("name"), mission=profile.get("mission"),
                           background=profile.get("background"), config_updates=config)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from engram.worker.handlers import Progress, handler
+from engram.worker.handlers import Progress, claim_of, handler
 
 if TYPE_CHECKING:
     import asyncpg
@@ -16,14 +16,14 @@ if TYPE_CHECKING:
 @handler("reprocess_document")
 async def run_reprocess(services: Services, operation: asyncpg.Record, progress: Progress) -> dict[str, Any]:
     from engram.edit.documents import reprocess_item
-    from engram.retain.queued import retain_queued
+    from engram.retain.replanned import retain_replanned
 
     bank_id, document_id = operation["bank_id"], operation["payload"]["document_id"]
 
     async def items_now() -> list[PreparedItem]:  # the stored text as it is at each attempt
         return [await reprocess_item(services, bank_id, document_id, operation["id"])]
 
-    outcome = await retain_queued(services, bank_id, items_now, progress=progress)
+    outcome = await retain_replanned(services, bank_id, items_now, claim=claim_of(operation), progress=progress)
     return {
         "document_id": document_id, "facts": len(outcome.unit_ids),
         "usage": {"input_tokens": outcome.usage.input_tokens, "output_tokens": outcome.usage.output_tokens},
@@ -37,7 +37,7 @@ async def run_file_retain(services: Services, operation: asyncpg.Record, progres
     import asyncio
 
     from engram.retain.files import keep_original, prepared_file
-    from engram.retain.queued import retain_queued
+    from engram.retain.replanned import retain_replanned
     from engram.store import files
 
     payload, bank_id = operation["payload"], operation["bank_id"]
@@ -50,7 +50,7 @@ async def run_file_retain(services: Services, operation: asyncpg.Record, progres
     async def items_now() -> list[PreparedItem]:
         return [item]
 
-    outcome = await retain_queued(services, bank_id, items_now, progress=progress)
+    outcome = await retain_replanned(services, bank_id, items_now, claim=claim_of(operation), progress=progress)
     await keep_original(services.pool, bank_id, payload, upload)
     await files.delete(services.pool, payload["storage_key"])
     return {"document_id": item.document_id, "filename": payload["filename"], "format": payload["format"],

@@ -12,11 +12,19 @@ if TYPE_CHECKING:
 
     from engram.retain.prepare import PreparedItem
     from engram.services import Services
+    from engram.store.writer_locks import Claim
 
 Progress = Callable[[str, int, int], Awaitable[None]]
 Handler = Callable[["Services", "asyncpg.Record", Progress], Awaitable[dict[str, Any]]]
 
 HANDLERS: dict[str, Handler] = {}
+
+
+def claim_of(operation: asyncpg.Record) -> Claim:
+    """The claimed operation's hold, for the writes its handler makes (`writer_locks.writing_to_bank`)."""
+    from engram.store.writer_locks import Claim
+
+    return Claim(operation["id"], operation["worker_id"])
 
 
 def handler(operation_type: str) -> Callable[[Handler], Handler]:
@@ -30,7 +38,7 @@ def handler(operation_type: str) -> Callable[[Handler], Handler]:
 @handler("retain")
 async def run_retain(services: Services, operation: asyncpg.Record, progress: Progress) -> dict[str, Any]:
     from engram.retain.prepare import prepare_items
-    from engram.retain.queued import retain_queued
+    from engram.retain.replanned import retain_replanned
     from engram.types import MemoryItem
 
     payload = operation["payload"]
@@ -46,7 +54,8 @@ async def run_retain(services: Services, operation: asyncpg.Record, progress: Pr
     async def items_now() -> list[PreparedItem]:
         return prepared
 
-    outcome = await retain_queued(services, operation["bank_id"], items_now, progress=progress)
+    outcome = await retain_replanned(services, operation["bank_id"], items_now, claim=claim_of(operation),
+                                  progress=progress)
     return {
         "items_count": outcome.items_count,
         "facts": len(outcome.unit_ids),
@@ -60,7 +69,7 @@ async def run_consolidation(services: Services, operation: asyncpg.Record, progr
     from engram.consolidate.trigger import schedule_consolidation
 
     scopes = (operation["payload"] or {}).get("observation_scopes")
-    result = await consolidate_bank(services, operation["bank_id"], scopes, progress)
+    result = await consolidate_bank(services, operation["bank_id"], scopes, progress, claim_of(operation))
     if result["more_pending"]:  # a round is bounded; the rest goes in a fresh job, never a loop
         next_id, _ = await schedule_consolidation(services, operation["bank_id"], scopes)
         result["continued_in"] = str(next_id)
