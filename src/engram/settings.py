@@ -115,6 +115,7 @@ class Settings:
     worker_poll_interval: float = 0.5
     operation_lease_seconds: float = 300.0
     import_wait_seconds: float = 60.0  # how long a request writing to a bank waits for an import into it
+    retain_write_slots: int = 0  # retains writing to PostgreSQL at once (store.write_slots); 0: two a core
     api_keys: str | None = None  # "key1,key2:bankA|bank-*" (see engram.api.auth); None = no auth
     tenant_api_key: str | None = None  # Hindsight's HINDSIGHT_API_TENANT_API_KEY: one key, every bank
     max_request_bytes: int = 10 * 1024 * 1024
@@ -175,6 +176,7 @@ class Settings:
             worker_poll_interval=get("worker_poll_interval", 0.5),
             operation_lease_seconds=get("operation_lease_seconds", 300.0),
             import_wait_seconds=get("import_wait_seconds", 60.0),
+            retain_write_slots=get("retain_write_slots", 0),
             api_keys=get("api_keys", None),
             tenant_api_key=get("tenant_api_key", None),
             max_request_bytes=get("max_request_bytes", 10 * 1024 * 1024),

@@ -28,6 +28,7 @@ from engram.store import document_events, semantic_links
 from engram.store import facts_write as fw
 from engram.store.statistics import BULK_RETAIN_FACTS, analyze_if_stale, publish_write_counts
 from engram.store.unit_ids import new_unit_id
+from engram.store.write_slots import retain_slots
 from engram.store.writer_locks import Claim, lock_documents, writing_to_bank
 
 if TYPE_CHECKING:
@@ -290,7 +291,8 @@ async def _write(
     from engram.retain.entities import Mention, store_entities
 
     # A retain of new documents only goes beside others; one replacing a document goes alone (`_entry`).
-    async with writing_to_bank(services.pool, bank_id, import_wait, alone=not all_fresh(plans), claim=claim) as conn:
+    async with writing_to_bank(services.pool, bank_id, import_wait, alone=not all_fresh(plans), claim=claim,
+                               slots=retain_slots(services.settings.retain_write_slots)) as conn:
         removed_facts = await _write_documents(conn, bank_id, plans, extraction, store_text)
         stored = 0
         async for ready in embedded():

@@ -20,6 +20,7 @@ holds also runs alone among the bank's writes (the changes lock, `_entry`)."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import uuid
 import weakref
@@ -183,7 +184,7 @@ async def ensure_bank_after_any_restore(pool: Any, bank_id: str, import_wait: fl
 @asynccontextmanager
 async def writing_to_bank(
     pool: Any, bank_id: str, import_wait: float | None, *, make_bank: bool = True, alone: bool = True,
-    undone: str = "retained", claim: Claim | None = None,
+    undone: str = "retained", claim: Claim | None = None, slots: asyncio.Semaphore | None = None,
 ) -> AsyncIterator[Conn]:
     """A transaction writing to the bank's memories, begun once no import holds the bank; for a retain
     (`make_bank`), with the bank made if missing. Unless it only adds new documents (`alone` false),
@@ -202,13 +203,25 @@ async def writing_to_bank(
     meanwhile cannot take the lock ahead of it.
 
     A write for a queued operation (`claim`) raises ClaimLost, with nothing written (the bank not made
-    either), once its worker no longer holds the operation (`check_claim`)."""
+    either), once its worker no longer holds the operation (`check_claim`).
+
+    A write given `slots` (retains: `retain_slots`) holds one while it writes. It takes one before its
+    transaction, and lets it go whenever it waits for the bank: a writer waiting for an import or for
+    the changes lock while holding a slot would hold up every other bank's writers. The one waiting
+    in PostgreSQL takes its slot once it holds the lock; it holds none of the locks a slot's holder
+    may wait for (the names', the documents', the rows'), so the wait cannot close a cycle."""
     wait = False
     while True:
-        async with _changes_queue(bank_id) if wait else _no_queue() as queued, transaction(pool) as conn:
+        async with contextlib.AsyncExitStack() as held:
+            queued = await held.enter_async_context(_changes_queue(bank_id) if wait else _no_queue())
+            if slots is not None and not wait:
+                await held.enter_async_context(slots)
+            conn = await held.enter_async_context(transaction(pool))
             found = await enter_bank(conn, bank_id, make_bank=make_bank, alone=alone, wait=wait)
             if found == ENTERED:
                 queued.leave()
+                if slots is not None and wait:
+                    await held.enter_async_context(slots)
                 await check_claim(conn, claim)
                 yield conn
                 return
