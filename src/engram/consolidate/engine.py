@@ -205,7 +205,7 @@ async def _apply(state: Round, scope: Scope, settings: ScopeSettings, plan: Plan
     for fact in batch:
         state.scopes_left[fact["id"]] -= 1
     finished = [f["id"] for f in batch if state.scopes_left[f["id"]] <= 0]
-    # A consolidation slipping past the claim's check waits for an import into the bank (`writer_locks`).
+    # A consolidation slipping past `claim_next`'s check for an import waits for it here (`writer_locks`).
     async with writing_to_bank(state.services.pool, state.bank_id, None, make_bank=False, claim=state.claim) as conn:
         deleted = await store.delete_observations(conn, list(plan.deletes))
         if settings.max_observations_per_scope >= 0:

@@ -206,8 +206,8 @@ async def writing_to_bank(
     either), once its worker no longer holds the operation (`check_claim`).
 
     A write given `slots` (retains: `retain_slots`) holds one while it writes. It takes one before its
-    transaction, and lets it go whenever it waits for the bank: a writer waiting for an import or for
-    the changes lock while holding a slot would hold up every other bank's writers. The one waiting
+    transaction, and lets it go whenever it waits for the bank: a retain waiting for an import or for
+    the changes lock while holding a slot would hold up every other bank's retains. The one waiting
     in PostgreSQL takes its slot once it holds the lock; it holds none of the locks a slot's holder
     may wait for (the names', the documents', the rows'), so the wait cannot close a cycle."""
     wait = False

@@ -47,10 +47,7 @@ async def run_file_retain(services: Services, operation: asyncpg.Record, progres
     await progress("converting", 0, 1)
     item, markdown = await asyncio.to_thread(prepared_file, payload, upload)
 
-    async def items_now() -> list[PreparedItem]:
-        return [item]
-
-    outcome = await retain_replanned(services, bank_id, items_now, claim=claim_of(operation), progress=progress)
+    outcome = await retain_replanned(services, bank_id, [item], claim=claim_of(operation), progress=progress)
     await keep_original(services.pool, bank_id, payload, upload)
     await files.delete(services.pool, payload["storage_key"])
     return {"document_id": item.document_id, "filename": payload["filename"], "format": payload["format"],

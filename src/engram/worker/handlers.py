@@ -10,7 +10,6 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     import asyncpg
 
-    from engram.retain.prepare import PreparedItem
     from engram.services import Services
     from engram.store.writer_locks import Claim
 
@@ -51,11 +50,8 @@ async def run_retain(services: Services, operation: asyncpg.Record, progress: Pr
             ready.document_id = str(uuid.uuid5(operation["id"], str(ready.index)))
             ready.update_mode = "replace"
 
-    async def items_now() -> list[PreparedItem]:
-        return prepared
-
-    outcome = await retain_replanned(services, operation["bank_id"], items_now, claim=claim_of(operation),
-                                  progress=progress)
+    outcome = await retain_replanned(services, operation["bank_id"], prepared, claim=claim_of(operation),
+                                     progress=progress)
     return {
         "items_count": outcome.items_count,
         "facts": len(outcome.unit_ids),
