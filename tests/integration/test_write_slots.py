@@ -15,9 +15,15 @@ import asyncpg
 import httpx
 import pytest
 
-from engram.store import writer_locks
+from engram.store import write_slots, writer_locks
 from tests.conftest import RunningServer
-from tests.support.import_holders import IMPORTING, eventually, server_waiting, sessions_waiting_for_locks
+from tests.support.import_holders import (
+    IMPORTING,
+    eventually,
+    server_waiting,
+    sessions_waiting_for_locks,
+    waiting_sessions_for,
+)
 
 API = "/v1/default/banks"
 
@@ -85,3 +91,26 @@ async def test_a_retain_waiting_for_an_import_holds_no_slot(
         assert not waiting.done()
         await import_under_way.close()  # the import ends
         assert waiting.result(timeout=60) == 200
+
+
+async def test_large_retains_have_slots_of_their_own(one_slot_server: RunningServer, isolated_dsn: str) -> None:
+    """A large retain (`LARGE_RETAIN_CHARS`) holding its class's only slot, waiting for a name's lock,
+    keeps the next large retain waiting but not a small one: four 300,000-character documents would
+    otherwise hold every slot for the ~16 s each takes."""
+    story = " ".join(f"Ana carried crate {n} up the harbour steps." for n in range(600))
+    assert len(story) >= write_slots.LARGE_RETAIN_CHARS
+    with one_slot_server.client() as client, ThreadPoolExecutor(3) as threads:
+        holder = await holding(isolated_dsn, "named", alone=False)
+        try:
+            await writer_locks.lock_names(holder, "named", ["ana"])
+            await writer_locks.lock_names(holder, "large", ["hugo"])  # what the second one would wait for
+            first = threads.submit(retain, client, "named", story)
+            await eventually(lambda: asyncio.run(sessions_waiting_for_locks(isolated_dsn)) == 1, timeout=60)
+            assert threads.submit(retain, client, "other", "Greta fed the cats.").result(timeout=30) == 200
+            second = threads.submit(retain, client, "large", story.replace("Ana", "Hugo"))
+            assert await waiting_sessions_for(isolated_dsn, 5) == {1}, "the second waits for a slot, not in PostgreSQL"
+            assert not second.done()
+        finally:
+            await holder.close()
+        assert first.result(timeout=120) == 200
+        assert second.result(timeout=120) == 200

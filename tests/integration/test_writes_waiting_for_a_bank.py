@@ -14,7 +14,12 @@ import asyncpg
 
 from engram.store import writer_locks
 from tests.conftest import RunningServer
-from tests.support.import_holders import eventually, operation_status, sessions_waiting_for_locks
+from tests.support.import_holders import (
+    eventually,
+    operation_status,
+    sessions_waiting_for_locks,
+    waiting_sessions_for,
+)
 
 BUSY = "busy"
 BANK = f"/v1/default/banks/{BUSY}"
@@ -27,15 +32,6 @@ async def begin_write(dsn: str, *, alone: bool = False) -> asyncpg.Connection:
     await holder.execute("BEGIN")
     assert await writer_locks.enter_bank(holder, BUSY, make_bank=False, alone=alone, wait=True) == writer_locks.ENTERED
     return holder
-
-
-async def waiting_sessions_for(dsn: str, seconds: float) -> set[int]:
-    """The numbers of sessions waiting on a lock, looked at every 0.1 s for `seconds`."""
-    seen = set()
-    for _ in range(int(seconds * 10)):
-        seen.add(await sessions_waiting_for_locks(dsn))
-        await asyncio.sleep(0.1)
-    return seen
 
 
 async def test_a_bank_delete_waits_for_the_writes_under_way_and_a_retain_after_it_makes_the_bank_again(

@@ -56,6 +56,15 @@ async def sessions_waiting_for_locks(dsn: str) -> int:
         await looker.close()
 
 
+async def waiting_sessions_for(dsn: str, seconds: float) -> set[int]:
+    """The numbers of sessions waiting on a lock, looked at every 0.1 s for `seconds`."""
+    seen = set()
+    for _ in range(int(seconds * 10)):
+        seen.add(await sessions_waiting_for_locks(dsn))
+        await asyncio.sleep(0.1)
+    return seen
+
+
 def operation_status(client: httpx.Client, bank_id: str, operation_id: str) -> str:
     return client.get(f"/v1/default/banks/{bank_id}/operations/{operation_id}").json()["status"]
 

@@ -276,6 +276,11 @@ async def _write_documents(
     return removed_facts
 
 
+def _chars(plans: list[DocumentPlan]) -> int:
+    """How much text the retain writes (`write_slots`: a large retain takes a large one's slot)."""
+    return sum(len(item.text) for plan in plans for item in plan.items)
+
+
 async def _write(
     services: Services, bank_id: str, plans: list[DocumentPlan], extraction: Awaitable[Extracted], store_text: bool,
     embedded: Callable[[], AsyncIterator[list[PendingUnit]]], label_keys: frozenset[str] = frozenset(),
@@ -292,7 +297,7 @@ async def _write(
 
     # A retain of new documents only goes beside others; one replacing a document goes alone (`_entry`).
     async with writing_to_bank(services.pool, bank_id, import_wait, alone=not all_fresh(plans), claim=claim,
-                               slots=retain_slots(services.settings.retain_write_slots)) as conn:
+                               slots=retain_slots(services.settings.retain_write_slots, _chars(plans))) as conn:
         removed_facts = await _write_documents(conn, bank_id, plans, extraction, store_text)
         stored = 0
         async for ready in embedded():
