@@ -21,7 +21,6 @@ import asyncpg
 import httpx
 import pytest
 
-from engram.store import writer_locks
 from tests.conftest import RunningServer, scripted_server
 from tests.integration.test_transfer import export_archive
 from tests.support.faults import (
@@ -37,7 +36,7 @@ from tests.support.faults import (
     wait_for_llm_call,
     wait_terminal,
 )
-from tests.support.import_holders import eventually, sessions_waiting_for_locks
+from tests.support.import_holders import begin_write, eventually, sessions_waiting_for_locks
 from tests.support.scripted_llm import ChatRequest, ScriptedLLM
 from tests.support.waiting import wait_for
 
@@ -177,11 +176,8 @@ async def test_an_import_taken_over_by_another_worker_while_it_waits_for_the_ban
     assert http.post(f"{API}/{bank_id}/memories", json={"items": [{"content": "Mara sews sails."}]}).status_code == 200
     archive = export_archive(http, bank_id)
     target = f"{bank_id}-copy"
-    holder = await asyncpg.connect(dsn)  # a retain into the target under way: the import waits for it
+    holder = await begin_write(dsn, target)  # a retain into the target under way: the import waits for it
     try:
-        await holder.execute("BEGIN")
-        assert await writer_locks.enter_bank(holder, target, make_bank=False, alone=False, wait=True) == \
-            writer_locks.ENTERED
         queued = http.post(f"{API}/{bank_id}/transfer/import", params={"target_bank_id": target},
                            files={"file": ("bank.zip", archive, "application/zip")})
         assert queued.status_code == 202, queued.text
@@ -204,11 +200,8 @@ async def test_a_queued_retain_taken_over_while_it_waits_for_the_bank_is_not_wri
     server, dsn = claims_server
     Model(llm)
     assert http.put(f"{API}/{bank_id}", json={"name": "Boats"}).status_code == 200
-    holder = await asyncpg.connect(dsn)  # a write under way that goes alone: the retain waits for it
+    holder = await begin_write(dsn, bank_id, alone=True)  # a write under way that goes alone: the retain waits
     try:
-        await holder.execute("BEGIN")
-        assert await writer_locks.enter_bank(holder, bank_id, make_bank=False, alone=True, wait=True) == \
-            writer_locks.ENTERED
         operation_id = await asyncio.to_thread(retain_async, http, bank_id, "Petru tars the boat's hull.")
         await eventually(lambda: asyncio.run(sessions_waiting_for_locks(dsn)) == 1)
         await hand_over(dsn, operation_id)

@@ -19,6 +19,7 @@ from engram.store import write_slots, writer_locks
 from tests.conftest import RunningServer
 from tests.support.import_holders import (
     IMPORTING,
+    begin_write,
     eventually,
     server_waiting,
     sessions_waiting_for_locks,
@@ -37,22 +38,13 @@ def retain(client: httpx.Client, bank_id: str, text: str) -> int:
     return client.post(f"{API}/{bank_id}/memories", json={"items": [{"content": text}]}).status_code
 
 
-async def holding(dsn: str, bank_id: str, *, alone: bool) -> asyncpg.Connection:
-    """A connection of the test in a transaction that has entered the bank as a write does."""
-    holder = await asyncpg.connect(dsn)
-    await holder.execute("BEGIN")
-    assert await writer_locks.enter_bank(holder, bank_id, make_bank=False, alone=alone, wait=True) == \
-        writer_locks.ENTERED
-    return holder
-
-
 async def test_a_retain_holding_the_only_slot_keeps_other_banks_retains_waiting(
     one_slot_server: RunningServer, isolated_dsn: str
 ) -> None:
     """The first retain takes the slot, then waits inside its transaction for an entity name's lock,
     which a connection of the test holds: another bank's retain waits for the slot."""
     with one_slot_server.client() as client, ThreadPoolExecutor(2) as threads:
-        holder = await holding(isolated_dsn, "named", alone=False)
+        holder = await begin_write(isolated_dsn, "named", alone=False)
         try:
             await writer_locks.lock_names(holder, "named", ["ana"])
             first = threads.submit(retain, client, "named", "Ana repaired the lighthouse lamp.")
@@ -70,7 +62,7 @@ async def test_a_retain_waiting_for_its_banks_other_writer_holds_no_slot(
     one_slot_server: RunningServer, isolated_dsn: str
 ) -> None:
     with one_slot_server.client() as client, ThreadPoolExecutor(2) as threads:
-        holder = await holding(isolated_dsn, "busy", alone=True)  # a write that goes alone, under way
+        holder = await begin_write(isolated_dsn, "busy", alone=True)  # a write that goes alone, under way
         try:
             waiting = threads.submit(retain, client, "busy", "Carla mended the harbour nets.")
             await eventually(lambda: asyncio.run(sessions_waiting_for_locks(isolated_dsn)) == 1)
@@ -100,7 +92,7 @@ async def test_large_retains_have_slots_of_their_own(one_slot_server: RunningSer
     story = " ".join(f"Ana carried crate {n} up the harbour steps." for n in range(600))
     assert len(story) >= write_slots.LARGE_RETAIN_CHARS
     with one_slot_server.client() as client, ThreadPoolExecutor(3) as threads:
-        holder = await holding(isolated_dsn, "named", alone=False)
+        holder = await begin_write(isolated_dsn, "named", alone=False)
         try:
             await writer_locks.lock_names(holder, "named", ["ana"])
             await writer_locks.lock_names(holder, "large", ["hugo"])  # what the second one would wait for

@@ -15,6 +15,7 @@ import asyncpg
 from engram.store import writer_locks
 from tests.conftest import RunningServer
 from tests.support.import_holders import (
+    begin_write,
     eventually,
     operation_status,
     sessions_waiting_for_locks,
@@ -25,15 +26,6 @@ BUSY = "busy"
 BANK = f"/v1/default/banks/{BUSY}"
 
 
-async def begin_write(dsn: str, *, alone: bool = False) -> asyncpg.Connection:
-    """A connection in a transaction that has entered the bank as a write does: a retain of new
-    documents (shared), or a write that goes alone."""
-    holder = await asyncpg.connect(dsn)
-    await holder.execute("BEGIN")
-    assert await writer_locks.enter_bank(holder, BUSY, make_bank=False, alone=alone, wait=True) == writer_locks.ENTERED
-    return holder
-
-
 async def test_a_bank_delete_waits_for_the_writes_under_way_and_a_retain_after_it_makes_the_bank_again(
     patient_server: RunningServer, isolated_dsn: str
 ) -> None:
@@ -41,7 +33,7 @@ async def test_a_bank_delete_waits_for_the_writes_under_way_and_a_retain_after_i
         stored = client.post(f"{BANK}/memories", json={"items": [{"content": "Ines painted the harbour wall.",
                                                                    "document_id": "before"}]})
         assert stored.status_code == 200, stored.text
-        holder = await begin_write(isolated_dsn)
+        holder = await begin_write(isolated_dsn, BUSY)
         try:
             deleting = threads.submit(client.delete, BANK)
             await eventually(lambda: asyncio.run(sessions_waiting_for_locks(isolated_dsn)) == 1)
@@ -67,7 +59,7 @@ async def test_writes_kept_waiting_for_a_bank_hold_one_connection_between_them(
         assert client.post(f"{BANK}/memories", json={"items": items}).status_code == 200
         facts = client.get(f"{BANK}/memories/list", params={"limit": 8}).json()["items"]
         assert len(facts) == 8
-        holder = await begin_write(isolated_dsn)
+        holder = await begin_write(isolated_dsn, BUSY)
         try:
             edits = [threads.submit(client.patch, f"{BANK}/memories/{fact['id']}",
                                     json={"text": f"Greta counted {n} boats at dawn."})

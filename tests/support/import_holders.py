@@ -43,6 +43,16 @@ async def begin_restore(dsn: str, bank_id: str = IMPORTING) -> asyncpg.Connectio
     return holder
 
 
+async def begin_write(dsn: str, bank_id: str, *, alone: bool = False) -> asyncpg.Connection:
+    """A connection in a transaction that has entered the bank as a write does (`writer_locks.enter_bank`):
+    a retain of new documents (the changes lock shared), or a write that goes alone."""
+    holder = await asyncpg.connect(dsn)
+    await holder.execute("BEGIN")
+    assert await writer_locks.enter_bank(holder, bank_id, make_bank=False, alone=alone, wait=True) == \
+        writer_locks.ENTERED
+    return holder
+
+
 async def import_done(holder: asyncpg.Connection) -> None:
     """The import ends: its locks go with the session (rolled back; a restore's test commits instead)."""
     await holder.close()
