@@ -84,6 +84,15 @@ async def hand_over(dsn: str, operation_id: str) -> None:
         await conn.close()
 
 
+def queued_retain_held(http: httpx.Client, llm: ScriptedLLM, bank_id: str, text: str) -> tuple[HeldAnswer, str]:
+    """A retain queued with `text` ("{marker}" in it), claimed by the worker, whose extraction waits for
+    `release()`; and its operation's id."""
+    held = HeldAnswer(llm)
+    operation_id = retain_async(http, bank_id, text.format(marker=held.marker))
+    wait_for_llm_call(llm, held.marker)  # claimed, and extracting
+    return held, operation_id
+
+
 def wait_for_the_worker_to_drop(server: RunningServer, operation_id: str) -> None:
     """The worker's failure is not recorded (the operation is not its own any more); its log says so."""
     wait_for(lambda: f"no longer holds operation {operation_id}" in server.log(),
@@ -94,9 +103,7 @@ def test_a_queued_retain_claimed_before_its_bank_is_deleted_does_not_make_the_ba
     claims_server: tuple[RunningServer, str], http: httpx.Client, llm: ScriptedLLM, bank_id: str
 ) -> None:
     server, _ = claims_server
-    held = HeldAnswer(llm)
-    operation_id = retain_async(http, bank_id, f"Radu {held.marker} carved a chess set from walnut.")
-    wait_for_llm_call(llm, held.marker)  # claimed, and extracting
+    held, operation_id = queued_retain_held(http, llm, bank_id, "Radu {marker} carved a chess set from walnut.")
     deleted = http.delete(f"{API}/{bank_id}")
     assert deleted.status_code == 200, deleted.text
     held.release()
@@ -110,10 +117,7 @@ def test_a_queued_retain_taken_over_by_another_worker_is_not_written_by_the_firs
     claims_server: tuple[RunningServer, str], http: httpx.Client, llm: ScriptedLLM, bank_id: str
 ) -> None:
     server, dsn = claims_server
-    held = HeldAnswer(llm)
-    operation_id = retain_async(http, bank_id, f"Ilinca {held.marker} restored a painted chest.")
-    wait_for_llm_call(llm, held.marker)
-
+    held, operation_id = queued_retain_held(http, llm, bank_id, "Ilinca {marker} restored a painted chest.")
     asyncio.run(hand_over(dsn, operation_id))
     held.release()
     wait_for_the_worker_to_drop(server, operation_id)

@@ -43,6 +43,7 @@ import asyncpg
 
 from engram.store import facts_write as fw
 from engram.store.pool import encode_vector
+from engram.store.spare import results_or_first_failure
 from engram.store.vector_index import indexed_distance
 
 log = logging.getLogger("engram.store")
@@ -114,10 +115,7 @@ async def link_bulk(
     finally:
         for side in sides:
             await pool.release(side)
-    failed = [outcome for outcome in found if isinstance(outcome, BaseException)]
-    if failed:
-        raise failed[0]
-    stored = list(found)
+    stored = results_or_first_failure(found)
     log.debug("semantic links of %d facts searched beside the transaction on %d connections", len(ids), len(sides))
     await insert_found(conn, bank_id, ids, stored)
 

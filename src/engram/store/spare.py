@@ -35,6 +35,12 @@ async def together_then_release(pool: asyncpg.Pool, spare: asyncpg.Connection, *
         outcomes = await asyncio.gather(*steps, return_exceptions=True)
     finally:
         await pool.release(spare)
+    return results_or_first_failure(outcomes)
+
+
+def results_or_first_failure(outcomes: list[Any]) -> list[Any]:
+    """What `gather(..., return_exceptions=True)` returned, or its first failure raised: the steps all
+    ended before their connections went back to the pool, whichever failed."""
     failed = [outcome for outcome in outcomes if isinstance(outcome, BaseException)]
     if failed:
         raise failed[0]
