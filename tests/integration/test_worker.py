@@ -94,15 +94,16 @@ async def test_a_worker_that_lost_its_lease_records_nothing_when_it_resumes(isol
     store = await open_store(Settings.from_env({"ENGRAM_DATABASE_URL": isolated_dsn}))
     try:
         frozen = Worker(Services(settings=Settings.from_env({}), store=store))
-        operation_id = await running_operation(store.pool, bank_id, frozen.worker_id, lease_left_s=-1)
+        operation_id = await running_operation(store.pool, bank_id, frozen.holder(0), lease_left_s=-1)
+        as_frozen_claimed = await store.pool.fetchrow("SELECT * FROM async_operations WHERE id = $1", operation_id)
         other = Worker(Services(settings=Settings.from_env({}), store=store))
-        claimed = await ops_claim(store.pool, other.worker_id)
+        claimed = await ops_claim(store.pool, other.holder(0))
         assert claimed == operation_id, "the expired lease let the other worker take the operation"
-        operation = await store.pool.fetchrow("SELECT * FROM async_operations WHERE id = $1", operation_id)
-        await other._finish(operation, {"facts": 1, "by": "other"}, None)
+        as_other_claimed = await store.pool.fetchrow("SELECT * FROM async_operations WHERE id = $1", operation_id)
+        await other._finish(as_other_claimed, {"facts": 1, "by": "other"}, None)
 
-        await frozen._finish(operation, None, "frozen worker's late failure")  # it resumes
-        await frozen._finish(operation, {"facts": 9, "by": "frozen"}, None)
+        await frozen._finish(as_frozen_claimed, None, "frozen worker's late failure")  # it resumes
+        await frozen._finish(as_frozen_claimed, {"facts": 9, "by": "frozen"}, None)
         row = await store.pool.fetchrow("SELECT status, result, error_message FROM async_operations WHERE id = $1",
                                         operation_id)
         assert (row["status"], row["result"], row["error_message"]) == ("completed", {"facts": 1, "by": "other"}, None)
@@ -125,10 +126,10 @@ async def test_a_worker_keeps_its_lease_when_every_pooled_connection_is_taken(
     store = await open_store(Settings.from_env({"ENGRAM_DATABASE_URL": isolated_dsn}))
     try:
         worker = runner.Worker(Services(settings=Settings.from_env({}), store=store))
-        operation_id = await running_operation(store.pool, bank_id, worker.worker_id, lease_left_s=2)
+        operation_id = await running_operation(store.pool, bank_id, worker.holder(0), lease_left_s=2)
         taken = [await store.pool.acquire() for _ in range(store.pool.get_max_size())]
         try:
-            await asyncio.wait_for(worker.extend_lease(operation_id, 60), 10)
+            await asyncio.wait_for(worker.extend_lease(operation_id, 60, worker.holder(0)), 10)
             left = await taken[0].fetchval(
                 "SELECT extract(epoch FROM lease_expires_at - now()) FROM async_operations WHERE id = $1", operation_id)
         finally:
@@ -138,6 +139,67 @@ async def test_a_worker_keeps_its_lease_when_every_pooled_connection_is_taken(
         await asyncio.sleep(2.5)  # past the lease it had
         assert await ops_claim(store.pool, "another worker") is None, "no other worker can take it"
     finally:
+        await store.close()
+
+
+async def test_a_slot_that_lost_its_lease_to_another_slot_of_its_worker_writes_nothing(
+    isolated_dsn: str, bank_id: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Slot 0 runs a retain past its lease; slot 1 of the same worker takes it over. Slot 0's claim check
+    must then refuse its write, and its outcome must not be recorded, as for a slot of another process:
+    until session 35 the slots shared one id, and both wrote the operation."""
+    from engram.errors import ClaimLost
+    from engram.services import Services
+    from engram.settings import Settings
+    from engram.store.pool import open_store
+    from engram.store.writer_locks import check_claim
+    from engram.worker import handlers
+    from engram.worker.runner import Worker
+
+    started = [asyncio.Event(), asyncio.Event()]
+    release = [asyncio.Event(), asyncio.Event()]
+    checks: list[str] = []
+
+    async def held_retain(services: Services, operation: asyncpg.Record, progress: object) -> dict:
+        run = sum(event.is_set() for event in started)
+        started[run].set()
+        await release[run].wait()
+        try:  # what a write for the operation checks once it holds the bank's locks
+            await check_claim(services.pool, handlers.claim_of(operation))
+            checks.append("held")
+        except ClaimLost:
+            checks.append("lost")
+        return {"facts": 1, "run": run}
+
+    monkeypatch.setitem(handlers.HANDLERS, "retain", held_retain)
+    store = await open_store(Settings.from_env({"ENGRAM_DATABASE_URL": isolated_dsn}))
+    try:
+        worker = Worker(Services(settings=Settings.from_env({}), store=store))
+        operation_id = uuid.uuid4()
+        await store.pool.execute("INSERT INTO banks (bank_id) VALUES ($1)", bank_id)
+        await store.pool.execute(
+            "INSERT INTO async_operations (id, bank_id, operation_type, status, payload, items_count)"
+            " VALUES ($1, $2, 'retain', 'pending', '{}'::jsonb, 1)", operation_id, bank_id)
+        first = asyncio.create_task(worker.run_one(0))
+        await asyncio.wait_for(started[0].wait(), 10)
+        await store.pool.execute(  # slot 0 stalls past its lease
+            "UPDATE async_operations SET lease_expires_at = now() - interval '1 second' WHERE id = $1", operation_id)
+        second = asyncio.create_task(worker.run_one(1))
+        await asyncio.wait_for(started[1].wait(), 10)
+
+        release[0].set()
+        await asyncio.wait_for(first, 10)
+        row = await store.pool.fetchrow("SELECT status, result FROM async_operations WHERE id = $1", operation_id)
+        assert checks == ["lost"], "slot 0's write is refused: slot 1 holds the operation"
+        assert row["status"] == "processing" and row["result"] is None, f"slot 0's outcome is not recorded: {row}"
+
+        release[1].set()
+        await asyncio.wait_for(second, 10)
+        row = await store.pool.fetchrow("SELECT status, result FROM async_operations WHERE id = $1", operation_id)
+        assert checks == ["lost", "held"] and (row["status"], row["result"]) == ("completed", {"facts": 1, "run": 1})
+    finally:
+        for event in release:
+            event.set()
         await store.close()
 
 

@@ -113,6 +113,40 @@ def test_a_queued_retain_claimed_before_its_bank_is_deleted_does_not_make_the_ba
     assert f"{operation_id} is no longer this worker's" in server.log(), "the retain itself gave up"
 
 
+def test_an_import_into_a_bank_deleted_while_it_is_queued_does_not_make_the_bank_again(
+    http: httpx.Client, llm: ScriptedLLM, bank_id: str
+) -> None:
+    """An import filed under one bank writes into another. The other's delete removes only its own
+    operations, so until session 35 the import, claimed after the delete, made the deleted bank again.
+    The delete now fails it, naming the bank; a retry would import into a new bank."""
+    Model(llm)
+    assert http.post(f"{API}/{bank_id}/memories", json={"items": [{"content": "Ilie mends nets."}]}).status_code == 200
+    archive = export_archive(http, bank_id)
+    target = f"{bank_id}-target"
+    assert http.put(f"{API}/{target}", json={"name": "Nets"}).status_code == 200
+    busy = [(f"{bank_id}-busy{k}", *queued_retain_held(http, llm, f"{bank_id}-busy{k}", "Oana {marker} paints."))
+            for k in range(2)]  # the server's two worker slots: the import stays queued
+    try:
+        queued = http.post(f"{API}/{bank_id}/transfer/import", params={"target_bank_id": target, "mode": "merge"},
+                           files={"file": ("bank.zip", archive, "application/zip")})
+        assert queued.status_code == 202, queued.text
+        operation_id = queued.json()["operation_id"]
+        assert operation(http, bank_id, operation_id)["status"] == "pending"
+        assert http.delete(f"{API}/{target}").status_code == 200
+        later = retain_async(http, bank_id, "Ilie sells fish.")  # queued after the import
+    finally:
+        for _, held, _ in busy:
+            held.release()
+    for busy_bank, _, busy_operation in busy:
+        assert wait_terminal(http, busy_bank, busy_operation)["status"] == "completed"
+    assert wait_terminal(http, bank_id, later)["status"] == "completed", "the worker went past the import"
+    failed = operation(http, bank_id, operation_id)
+    assert failed["status"] == "failed", failed
+    assert failed["error_message"] == f"its target bank {target} was deleted before the import wrote to it"
+    banks = [bank["bank_id"] for bank in http.get(API).json()["banks"]]
+    assert target not in banks, "the deleted bank stays deleted"
+
+
 def test_a_queued_retain_taken_over_by_another_worker_is_not_written_by_the_first(
     claims_server: tuple[RunningServer, str], http: httpx.Client, llm: ScriptedLLM, bank_id: str
 ) -> None:

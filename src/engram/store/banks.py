@@ -9,6 +9,7 @@ import asyncpg
 from engram.store.bank_removals import Progress
 from engram.store.memories import delete_bank_memories
 from engram.store.missing_bank import MISSING_BANK
+from engram.store.operations import fail_imports_into
 from engram.store.sql import like_pattern
 from engram.store.tx import Conn
 from engram.store.writer_locks import writing_to_bank
@@ -67,12 +68,15 @@ async def delete_bank(
     (its deletes and theirs took the same facts, entities and operations in other orders), and a retain
     that had looked for the bank before the delete committed failed on its documents' key. A retain
     waiting meanwhile runs after it, into the bank made again. While an import holds the bank, waits
-    for it without a connection (`import_wait` seconds at most, then BankBusy)."""
+    for it without a connection (`import_wait` seconds at most, then BankBusy). The bank's operations go
+    with it; the unfinished imports into it filed under other banks are failed (`fail_imports_into`)."""
     async with writing_to_bank(conn, bank_id, import_wait, make_bank=False, undone="deleted") as tx:
         await tx.execute("DELETE FROM async_operations WHERE bank_id = $1", bank_id)
         # what the bank's cascade would remove row by row
         await delete_bank_memories(tx, bank_id, progress=progress)
         status = await tx.execute("DELETE FROM banks WHERE bank_id = $1", bank_id)
+        if status.endswith(" 1"):
+            await fail_imports_into(tx, bank_id)
         # Not a foreign key: the facts' delete trigger writes their negative counts, so a key's
         # cascade would have to run after it. Its trigger skips a deleted bank; the rows all go here.
         await tx.execute("DELETE FROM keyword_frequencies WHERE bank_id = $1", bank_id)

@@ -192,6 +192,24 @@ async def fail(conn: Conn, operation_id: uuid.UUID, error: str, worker_id: str |
     return status != "UPDATE 0"
 
 
+async def fail_imports_into(conn: Conn, bank_id: str) -> int:
+    """Fail the unfinished imports and clones into `bank_id` that are filed under another bank (the
+    deleted bank's own operations go with it), in the transaction that deletes `bank_id`. Claimed
+    before the delete, such an import made the deleted bank again; failed, its worker's claim check
+    (`writer_locks.check_claim`) stops it, and a retry of it imports into a new bank. Returns how many."""
+    status = await conn.execute(
+        f"""
+        UPDATE async_operations SET status = 'failed', completed_at = now(), updated_at = now(),
+               lease_expires_at = NULL,
+               error_message = 'its target bank ' || $1 || ' was deleted before the import wrote to it'
+        WHERE operation_type IN ({_IMPORTS}) AND payload->>'target_bank_id' = $1 AND bank_id <> $1
+          AND status IN ('pending', 'processing')
+        """,
+        bank_id,
+    )
+    return int(status.split()[-1])
+
+
 async def get(conn: Conn, bank_id: str, operation_id: uuid.UUID) -> asyncpg.Record | None:
     return await conn.fetchrow(
         "SELECT * FROM async_operations WHERE bank_id = $1 AND id = $2", bank_id, operation_id

@@ -32,6 +32,7 @@ class Worker:
     def __init__(self, services: Services, *, concurrency: int = 2) -> None:
         self.services = services
         self.concurrency = concurrency
+        # The process's id; each slot claims under an id of its own (`holder`).
         self.worker_id = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
         self._wake = asyncio.Event()
         # The slots, the webhook sender and the cron schedules poll on the same beat: taking turns,
@@ -41,6 +42,12 @@ class Worker:
         self._stopping = False
         self._tasks: list[asyncio.Task[None]] = []
         services.wake = self.wake
+
+    def holder(self, slot: int) -> str:
+        """The id slot `slot` claims operations under, and every check of its claim uses. Until session
+        35 the slots shared the process's id: a slot that took over an operation whose lease another
+        slot of the process had lost passed that slot's checks, so both wrote it."""
+        return f"{self.worker_id}/{slot}"
 
     def wake(self) -> None:
         """Look at the queue now rather than at the next poll."""
@@ -66,7 +73,7 @@ class Worker:
         unavailable = False  # logged once when the database goes, once when it is back: not every poll
         while not self._stopping:
             try:
-                ran = await self.run_one()
+                ran = await self.run_one(slot)
             except Exception as exc:  # the database may be restarting: keep the worker alive
                 if not is_unavailable(exc):
                     log.exception("worker slot %d: claiming failed", slot)
@@ -85,16 +92,16 @@ class Worker:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._wake.wait(), timeout=interval)
 
-    async def run_one(self) -> bool:
-        """Claim and run one operation; False when the queue is empty."""
+    async def run_one(self, slot: int = 0) -> bool:
+        """Claim and run one operation as slot `slot`; False when the queue is empty."""
         lease = self.services.settings.operation_lease_seconds
         async with self._polling:
-            operation = await ops.claim_next(self.services.pool, self.worker_id, lease)
+            operation = await ops.claim_next(self.services.pool, self.holder(slot), lease)
         if operation is None:
             return False
         # One line per claim and per completion, naming the operation: which process ran what (a
         # reclaimed operation shows in two workers' logs) is then in the logs, not only in the row.
-        log.info("worker %s claimed operation %s (%s, bank %s)", self.worker_id, operation["id"],
+        log.info("worker %s claimed operation %s (%s, bank %s)", operation["worker_id"], operation["id"],
                  operation["operation_type"], operation["bank_id"])
         await self._run(operation, lease)
         return True
@@ -112,7 +119,7 @@ class Worker:
         if handler is None:
             await ops.fail(pool, op_id, f"unknown operation type {operation['operation_type']!r}")
             return
-        keeper = asyncio.create_task(self._keep_lease(op_id, lease))
+        keeper = asyncio.create_task(self._keep_lease(op_id, lease, operation["worker_id"]))
         trace = trace_context.use(operation["bank_id"], operation["operation_type"], op_id)
         try:
             result = await handler(self.services, operation, progress)
@@ -131,19 +138,21 @@ class Worker:
         await self._finish(operation, result, None)
 
     async def _finish(self, operation: asyncpg.Record, result: dict[str, Any] | None, reason: str | None) -> None:
-        """Record the outcome and, in the same transaction, the webhook deliveries it fires: an event is
-        queued exactly when the operation is recorded finished. A webhook problem never fails the operation."""
+        """Record the outcome of `operation` (the row as the slot claimed it: its `worker_id` is the
+        slot's) and, in the same transaction, the webhook deliveries it fires: an event is queued exactly
+        when the operation is recorded finished. A webhook problem never fails the operation."""
         from engram.webhooks.events import record_operation_event
 
+        holder = operation["worker_id"]
         async with self.services.pool.acquire() as conn, conn.transaction():
             if reason is None:
-                recorded = await ops.complete(conn, operation["id"], result or {}, self.worker_id)
+                recorded = await ops.complete(conn, operation["id"], result or {}, holder)
             else:
-                recorded = await ops.fail(conn, operation["id"], reason, self.worker_id)
+                recorded = await ops.fail(conn, operation["id"], reason, holder)
             if not recorded:
                 log.warning("worker %s no longer holds operation %s (its lease ran out and another worker "
                             "took it over, or its bank was deleted): its outcome here is not recorded",
-                            self.worker_id, operation["id"])
+                            holder, operation["id"])
                 return
             try:
                 async with conn.transaction():
@@ -151,20 +160,20 @@ class Worker:
             except Exception:
                 log.exception("operation %s: queueing its webhook event failed", operation["id"])
         if reason is None:
-            log.info("worker %s completed operation %s (%s)", self.worker_id, operation["id"],
+            log.info("worker %s completed operation %s (%s)", holder, operation["id"],
                      operation["operation_type"])
 
-    async def _keep_lease(self, op_id: uuid.UUID, lease: float) -> None:
+    async def _keep_lease(self, op_id: uuid.UUID, lease: float, holder: str) -> None:
         """Extend the lease while the handler runs: a live worker keeps its operation through a long LLM
         call; a dead one stops extending it, and the operation is reclaimed when the lease runs out."""
         while True:
             await asyncio.sleep(lease / 3)
             try:
-                await self.extend_lease(op_id, lease)
+                await self.extend_lease(op_id, lease, holder)
             except Exception as exc:  # the database may be restarting: the next beat tries again
                 log.warning("operation %s: extending the lease failed: %s", op_id, exc)
 
-    async def extend_lease(self, op_id: uuid.UUID, lease: float) -> None:
+    async def extend_lease(self, op_id: uuid.UUID, lease: float, holder: str) -> None:
         """One renewal, on a pooled connection or, when none comes within LEASE_POOL_WAIT_S, on one of
         its own: with every pooled connection taken for longer than the lease (twenty requests waiting
         for an import did it until session 31), a live worker lost its operation, which a second slot
@@ -177,11 +186,11 @@ class Worker:
                         "its own", op_id, LEASE_POOL_WAIT_S)
             own = await asyncpg.connect(self.services.store.dsn, timeout=10)
             try:
-                await ops.extend_lease(own, op_id, self.worker_id, lease)
+                await ops.extend_lease(own, op_id, holder, lease)
             finally:
                 await own.close()
             return
         try:
-            await ops.extend_lease(conn, op_id, self.worker_id, lease)
+            await ops.extend_lease(conn, op_id, holder, lease)
         finally:
             await pool.release(conn)
