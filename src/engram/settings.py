@@ -93,6 +93,13 @@ def default_home() -> Path:
     return Path(read_env("home") or Path.home() / ".engram").expanduser()
 
 
+def _at_least_one(name: str, value: int) -> int:
+    """A count of slots: none would make everything that needs one wait for ever."""
+    if value < 1:
+        raise ValueError(f"ENGRAM_{name.upper()}={value} is not valid: expected at least 1")
+    return value
+
+
 @dataclass(frozen=True)
 class Settings:
     """Server-wide settings. Build with `Settings.from_env()`; tests pass values directly."""
@@ -107,6 +114,7 @@ class Settings:
     llm_base_url: str | None = None
     llm_timeout: float = 120.0
     llm_max_retries: int = 2
+    llm_max_concurrent: int = 32  # LLM calls in flight in the process at once (llm.call_slots)
     llm_context_tokens: int = 4096  # the context window of the `local` provider's model
     llm_vision: bool = False  # the (OpenAI-compatible) model reads images: retain sends it image blocks
     reranker_model_path: str | None = None
@@ -168,6 +176,7 @@ class Settings:
             llm_base_url=get("llm_base_url", None),
             llm_timeout=get("llm_timeout", 120.0),
             llm_max_retries=get("llm_max_retries", 2),
+            llm_max_concurrent=_at_least_one("llm_max_concurrent", get("llm_max_concurrent", 32)),
             llm_context_tokens=get("llm_context_tokens", 4096),
             llm_vision=get("llm_vision", False),
             reranker_model_path=get("reranker_model_path", None),

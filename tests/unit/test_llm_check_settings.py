@@ -1,5 +1,5 @@
 """The LLM settings checked before the server starts: unknown names refused with a suggestion, a
-missing model refused, a hosted provider with no key warned about."""
+missing model refused, a hosted provider with no key warned about, a count of LLM slots of at least one."""
 
 from __future__ import annotations
 
@@ -28,3 +28,10 @@ def test_a_hosted_provider_without_a_key_is_warned_about(monkeypatch: pytest.Mon
     monkeypatch.setenv("ANTHROPIC_API_KEY", "from-the-sdk")
     assert check_settings(Settings(llm_provider="claude", llm_model="claude-x")) == []
     assert Settings.from_env({"ENGRAM_LLM_API_KEY": "sk-x"}).llm_provider == "openai", "a key alone selects openai"
+
+
+def test_the_llm_slots_take_hindsights_name_and_refuse_none() -> None:
+    assert Settings.from_env({}).llm_max_concurrent == 32
+    assert Settings.from_env({"HINDSIGHT_API_LLM_MAX_CONCURRENT": "8"}).llm_max_concurrent == 8
+    with pytest.raises(ValueError, match=r"ENGRAM_LLM_MAX_CONCURRENT=0 is not valid: expected at least 1"):
+        Settings.from_env({"ENGRAM_LLM_MAX_CONCURRENT": "0"})

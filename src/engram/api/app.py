@@ -72,6 +72,7 @@ def warm_models(freeze_heap: bool = False) -> None:
 
 async def open_services(settings: Settings) -> Services:
     from engram.llm import from_settings
+    from engram.llm.call_slots import BoundedProvider
     from engram.llm.metered import MeteredProvider
     from engram.models.embedder import use_model
     from engram.store.pool import open_store
@@ -90,6 +91,7 @@ async def open_services(settings: Settings) -> Services:
 
             llm = TracingProvider(llm, store, max_chars=settings.llm_trace_max_chars,
                                   retention_days=settings.llm_trace_retention_days)
+        llm = BoundedProvider(llm, settings.llm_max_concurrent)  # outermost: a trace times the call, not its wait
     link_counts = LinkCounts(keep_seconds=settings.stats_link_counts_keep_seconds,
                              slow_seconds=settings.stats_link_counts_slow_ms / 1000)
     return Services(settings=settings, store=store, llm=llm, link_counts=link_counts)

@@ -17,6 +17,7 @@ import numpy as np
 
 from engram.errors import DocumentChanged
 from engram.llm.base import TokenUsage
+from engram.llm.call_slots import retain_share
 from engram.retain.attachments import images_by_chunk, write_attachments
 from engram.retain.chunking import chunk_text
 from engram.retain.embedding import EmbeddingStream
@@ -37,7 +38,9 @@ if TYPE_CHECKING:
 log = logging.getLogger("engram.retain")
 
 Progress = Callable[[str, int, int], Awaitable[None]]
-EXTRACTION_CONCURRENCY = 4
+# Chunks of one retain the offline extractor takes at once (threads running Python: more would only queue
+# for the interpreter). With an LLM, a retain takes half of the process's LLM slots (`llm.call_slots`).
+OFFLINE_EXTRACTION_CONCURRENCY = 4
 
 
 @dataclass
@@ -120,7 +123,9 @@ async def _extract(services: Services, plans: list[DocumentPlan], config: dict[s
     images = {id(plan): images_by_chunk(plan) for plan in plans} if vision else {}
     usage = TokenUsage()
     done = 0
-    semaphore = asyncio.Semaphore(EXTRACTION_CONCURRENCY)
+    at_once = (retain_share(services.settings.llm_max_concurrent) if services.llm is not None
+               else OFFLINE_EXTRACTION_CONCURRENCY)
+    semaphore = asyncio.Semaphore(at_once)
 
     async def run(plan: DocumentPlan, chunk: ChunkPlan) -> None:
         nonlocal usage, done

@@ -1,0 +1,49 @@
+"""How many LLM calls a process has in flight at once (`ENGRAM_LLM_MAX_CONCURRENT`, Hindsight's
+`HINDSIGHT_API_LLM_MAX_CONCURRENT`, 32 by default), and how many of them one retain may take.
+
+A retain extracts its chunks several at a time. Until session 35 each retain took four at a time and
+nothing bounded the process: a 100-chunk retain against a model answering in 2 s took 50 s, while
+thirty retains at once sent 120 calls to the provider (and into its rate limits). Now every call
+waits for one of the process's slots, first come first served, and a retain takes at most half of
+them at once: while one bulk retain runs, a one-item retain's call finds a slot free, and two bulk
+retains share the slots between them."""
+
+from __future__ import annotations
+
+import asyncio
+import weakref
+from typing import Any
+
+from engram.llm.base import LLMProvider, LLMResponse
+
+
+def retain_share(limit: int) -> int:
+    """The chunks one retain extracts at once: half the process's slots, one at least."""
+    return max(1, limit // 2)
+
+
+class BoundedProvider:
+    """An LLM provider whose calls, across the process's event loop, number at most `limit` at once."""
+
+    def __init__(self, inner: LLMProvider, limit: int) -> None:
+        self.inner = inner
+        self.name = inner.name
+        self.model = inner.model
+        self.limit = limit
+        # A semaphore belongs to one event loop; a library user may run the provider on several.
+        self._by_loop: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Semaphore] = (
+            weakref.WeakKeyDictionary())
+
+    def _slots(self) -> asyncio.Semaphore:
+        loop = asyncio.get_running_loop()
+        slots = self._by_loop.get(loop)
+        if slots is None:
+            slots = self._by_loop[loop] = asyncio.Semaphore(self.limit)
+        return slots
+
+    async def complete(self, messages: list[dict[str, Any]], **options: Any) -> LLMResponse:
+        async with self._slots():
+            return await self.inner.complete(messages, **options)
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()

@@ -1,0 +1,74 @@
+"""LLM calls in flight at once (`llm.call_slots`): a retain extracts as many chunks at once as half of
+the process's slots (`ENGRAM_LLM_MAX_CONCURRENT`), and the process never has more calls in flight than
+its slots, however many retains run. The scripted LLM only holds each extraction call a while and
+counts how many it holds at once; the bounds are the engine's."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+
+from tests.conftest import RunningServer, scripted_server
+from tests.support.faults import API, Model, facts
+from tests.support.scripted_llm import ChatRequest, ScriptedLLM
+
+SLOTS = 6  # the process's; a retain takes 3
+
+
+@pytest.fixture(scope="module")
+def bounded_server(pg_dsn: str, scripted_llm: ScriptedLLM) -> Iterator[RunningServer]:
+    with scripted_server(pg_dsn, scripted_llm, "llm-slots", ENGRAM_LLM_MAX_CONCURRENT=str(SLOTS)) as (running, _):
+        yield running
+
+
+class InFlight:
+    """Holds each extraction call `seconds`, counting the calls held at once."""
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+        self.calls = self.now = self.peak = 0
+        self._lock = threading.Lock()
+
+    def hold(self, request: ChatRequest) -> None:
+        with self._lock:
+            self.calls += 1
+            self.now += 1
+            self.peak = max(self.peak, self.now)
+        time.sleep(self.seconds)
+        with self._lock:
+            self.now -= 1
+
+
+def retain_separate_documents(server: RunningServer, bank_id: str, count: int) -> int:
+    """One sync retain of `count` items, each a document (a chunk) of its own; its status."""
+    with server.client() as http:
+        items = [{"content": f"Ana mended net number {k} at dawn."} for k in range(count)]
+        return http.post(f"{API}/{bank_id}/memories", json={"items": items}, timeout=60).status_code
+
+
+def test_a_retain_extracts_half_the_process_slots_of_chunks_at_once(
+    bounded_server: RunningServer, llm: ScriptedLLM, bank_id: str
+) -> None:
+    in_flight = InFlight(0.2)
+    Model(llm).retain_fault = in_flight.hold
+    assert retain_separate_documents(bounded_server, bank_id, 12) == 200
+    assert in_flight.calls == 12
+    assert in_flight.peak == SLOTS // 2, f"{in_flight.peak} extraction calls at once"
+
+
+def test_retains_at_once_never_have_more_calls_in_flight_than_the_process_slots(
+    bounded_server: RunningServer, llm: ScriptedLLM, bank_id: str
+) -> None:
+    in_flight = InFlight(0.2)
+    Model(llm).retain_fault = in_flight.hold
+    banks = [f"{bank_id}-{k}" for k in range(3)]
+    with ThreadPoolExecutor(len(banks)) as threads:
+        statuses = list(threads.map(lambda bank: retain_separate_documents(bounded_server, bank, 12), banks))
+    assert statuses == [200] * len(banks)
+    assert in_flight.peak == SLOTS, f"{in_flight.peak} calls at once, for {SLOTS} slots"
+    with bounded_server.client() as http:
+        assert [len(facts(http, bank)) for bank in banks] == [12] * len(banks), "every item stored"
