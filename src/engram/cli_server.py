@@ -107,6 +107,13 @@ def cmd_serve(args: argparse.Namespace) -> int:
     return 0
 
 
+def _at_least_one(text: str) -> int:
+    count = int(text)
+    if count < 1:
+        raise argparse.ArgumentTypeError(f"{count} is not at least 1")
+    return count
+
+
 def cmd_worker(args: argparse.Namespace) -> int:
     import asyncio
     import signal
@@ -166,7 +173,8 @@ def add_commands(sub: Any, common: argparse.ArgumentParser) -> None:
                 "(ENGRAM_DATABASE_URL); run as many as you like.",
         example="ENGRAM_DATABASE_URL=postgresql://engram@db/engram engram worker --concurrency 4",
     )
-    worker.add_argument("--concurrency", type=int, default=2, help="operations run at once (default 2)")
+    worker.add_argument("--concurrency", type=_at_least_one, default=None,
+                        help="operations run at once (default: ENGRAM_WORKER_MAX_SLOTS; 10 with an LLM, 2 without)")
 
     mcp = add_command(
         sub, common, "mcp", cmd_mcp, summary="serve MCP over stdio for desktop agents",

@@ -100,6 +100,12 @@ def _at_least_one(name: str, value: int) -> int:
     return value
 
 
+def _not_negative(name: str, value: int) -> int:
+    if value < 0:
+        raise ValueError(f"ENGRAM_{name.upper()}={value} is not valid: expected 0 (automatic) or more")
+    return value
+
+
 @dataclass(frozen=True)
 class Settings:
     """Server-wide settings. Build with `Settings.from_env()`; tests pass values directly."""
@@ -121,6 +127,7 @@ class Settings:
     embedding_model: str = "minilm"  # engram.models.embedder.MODELS; the database records which one it holds
     worker_enabled: bool = True
     worker_poll_interval: float = 0.5
+    worker_max_slots: int = 0  # operations a worker runs at once; 0: 10 with an LLM, 2 without (worker.runner)
     operation_lease_seconds: float = 300.0
     import_wait_seconds: float = 60.0  # how long a request writing to a bank waits for an import into it
     retain_write_slots: int = 0  # retains writing to PostgreSQL at once (store.write_slots); 0: two a core
@@ -183,6 +190,7 @@ class Settings:
             embedding_model=get("embedding_model", "minilm").strip().lower(),
             worker_enabled=get("worker_enabled", True),
             worker_poll_interval=get("worker_poll_interval", 0.5),
+            worker_max_slots=_not_negative("worker_max_slots", get("worker_max_slots", 0)),
             operation_lease_seconds=get("operation_lease_seconds", 300.0),
             import_wait_seconds=get("import_wait_seconds", 60.0),
             retain_write_slots=get("retain_write_slots", 0),

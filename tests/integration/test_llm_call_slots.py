@@ -1,7 +1,8 @@
 """LLM calls in flight at once (`llm.call_slots`): a retain extracts as many chunks at once as half of
 the process's slots (`ENGRAM_LLM_MAX_CONCURRENT`), and the process never has more calls in flight than
-its slots, however many retains run. The scripted LLM only holds each extraction call a while and
-counts how many it holds at once; the bounds are the engine's."""
+its slots, however many retains run; the worker runs `ENGRAM_WORKER_MAX_SLOTS` queued retains at once.
+The scripted LLM only holds each extraction call a while and counts how many it holds at once; the
+bounds are the engine's."""
 
 from __future__ import annotations
 
@@ -13,15 +14,17 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 from tests.conftest import RunningServer, scripted_server
-from tests.support.faults import API, Model, facts
+from tests.support.faults import API, Model, facts, retain_async, wait_terminal
 from tests.support.scripted_llm import ChatRequest, ScriptedLLM
 
 SLOTS = 6  # the process's; a retain takes 3
+WORKER_SLOTS = 4
 
 
 @pytest.fixture(scope="module")
 def bounded_server(pg_dsn: str, scripted_llm: ScriptedLLM) -> Iterator[RunningServer]:
-    with scripted_server(pg_dsn, scripted_llm, "llm-slots", ENGRAM_LLM_MAX_CONCURRENT=str(SLOTS)) as (running, _):
+    with scripted_server(pg_dsn, scripted_llm, "llm-slots", ENGRAM_LLM_MAX_CONCURRENT=str(SLOTS),
+                         ENGRAM_WORKER_MAX_SLOTS=str(WORKER_SLOTS)) as (running, _):
         yield running
 
 
@@ -72,3 +75,16 @@ def test_retains_at_once_never_have_more_calls_in_flight_than_the_process_slots(
     assert in_flight.peak == SLOTS, f"{in_flight.peak} calls at once, for {SLOTS} slots"
     with bounded_server.client() as http:
         assert [len(facts(http, bank)) for bank in banks] == [12] * len(banks), "every item stored"
+
+
+def test_the_worker_runs_its_slots_worth_of_queued_retains_at_once(
+    bounded_server: RunningServer, llm: ScriptedLLM, bank_id: str
+) -> None:
+    """Fewer worker slots than LLM slots: the worker's are the bound. Until session 35 it ran two."""
+    in_flight = InFlight(0.3)
+    Model(llm).retain_fault = in_flight.hold
+    with bounded_server.client() as http:
+        operations = [retain_async(http, bank_id, f"Ana mended net number {k} at dawn.") for k in range(10)]
+        assert [wait_terminal(http, bank_id, op)["status"] for op in operations] == ["completed"] * 10
+    assert in_flight.calls == 10
+    assert in_flight.peak == WORKER_SLOTS, f"{in_flight.peak} queued retains extracting at once"

@@ -43,7 +43,9 @@ from tests.support.waiting import wait_for
 
 @pytest.fixture(scope="module")
 def claims_server(pg_dsn: str, scripted_llm: ScriptedLLM) -> Iterator[tuple[RunningServer, str]]:
-    with scripted_server(pg_dsn, scripted_llm, "claims", ENGRAM_LLM_TIMEOUT="30") as running:
+    # Two worker slots: a test holds both to keep an operation queued.
+    with scripted_server(pg_dsn, scripted_llm, "claims", ENGRAM_LLM_TIMEOUT="30",
+                         ENGRAM_WORKER_MAX_SLOTS="2") as running:
         yield running
 
 
