@@ -88,3 +88,20 @@ def test_the_worker_runs_its_slots_worth_of_queued_retains_at_once(
         assert [wait_terminal(http, bank_id, op)["status"] for op in operations] == ["completed"] * 10
     assert in_flight.calls == 10
     assert in_flight.peak == WORKER_SLOTS, f"{in_flight.peak} queued retains extracting at once"
+
+
+def test_a_dry_run_extracts_its_chunks_as_a_retain_does(
+    bounded_server: RunningServer, llm: ScriptedLLM, bank_id: str
+) -> None:
+    in_flight = InFlight(0.2)
+    Model(llm).retain_fault = in_flight.hold
+    lines = [f"Ana mended net number {k} at dawn before the boats left." for k in range(6)]
+    with bounded_server.client() as http:
+        assert http.put(f"{API}/{bank_id}", json={}).status_code == 200
+        response = http.post(f"{API}/{bank_id}/memories/dry-run-extract",
+                             json={"content": "\n\n".join(lines), "retain_chunk_size": 60})
+    assert response.status_code == 200, response.text
+    assert [chunk["fact_count"] for chunk in response.json()["chunks"]] == [1] * 6, "a chunk a line, in order"
+    assert [fact["text"] for fact in response.json()["facts"]] == lines
+    assert response.json()["usage"]["total_tokens"] == 6 * 15, "every chunk's tokens (10 + 5 a call)"
+    assert in_flight.peak == SLOTS // 2, f"{in_flight.peak} chunks at once"

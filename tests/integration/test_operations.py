@@ -17,6 +17,7 @@ import asyncpg
 import httpx
 import pytest
 
+from engram.worker.runner import SLOTS_WITH_LLM
 from tests.conftest import RunningServer
 from tests.support.scripted_llm import ChatRequest, Reply, ScriptedLLM
 
@@ -284,7 +285,7 @@ def test_a_pending_operation_can_be_cancelled_and_retried(
     blockers: list[str] = []
     pending: str | None = None
     try:
-        for n in range(8):
+        for n in range(SLOTS_WITH_LLM + 2):
             operation_id = submit(llm_http, bank_id, f"Blocker {n} {marker} waits for the model.")
             deadline = time.monotonic() + 1.0
             while held_requests() < len(blockers) + 1 and time.monotonic() < deadline:

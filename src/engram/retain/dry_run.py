@@ -12,6 +12,7 @@ from engram.llm.base import TokenUsage
 from engram.retain.chunking import chunk_text
 from engram.retain.facts import ExtractedFact
 from engram.retain.label_config import groups_from_config, parse_label_groups
+from engram.retain.pipeline import chunks_at_once
 from engram.retain.prepare import content_text, parse_item_timestamp
 
 if TYPE_CHECKING:
@@ -45,23 +46,26 @@ async def dry_run_extract(services: Services, bank_id: str, request: dict[str, A
             raise InvalidInput("entity_labels", str(exc)) from None
     said_at = parse_item_timestamp(request.get("timestamp"), "timestamp", datetime.now(UTC))
     chunks = chunk_text(text, int(config.get("retain_chunk_size") or 3000))
-    usage = TokenUsage()
-    per_chunk: list[list[ExtractedFact]] = []
-    for chunk in chunks:
-        if services.llm is not None:
+    # The chunks at once, as a retain takes them (it sent them one after another until session 35).
+    at_once = asyncio.Semaphore(chunks_at_once(services))
+
+    async def extract(chunk: str) -> tuple[list[ExtractedFact], TokenUsage]:
+        async with at_once:
+            if services.llm is None:
+                from engram.retain.offline import extract_offline
+
+                return await asyncio.to_thread(extract_offline, chunk, said_at=said_at), TokenUsage()
             from engram.retain.extraction import extract_with_llm
 
-            facts, used = await extract_with_llm(
+            return await extract_with_llm(
                 services.llm, chunk, said_at=said_at, context=request.get("context") or None,
                 mission=config.get("retain_mission"), custom_instructions=config.get("retain_custom_instructions"),
                 label_groups=groups,
             )
-            usage = usage + used
-        else:
-            from engram.retain.offline import extract_offline
 
-            facts = await asyncio.to_thread(extract_offline, chunk, said_at=said_at)
-        per_chunk.append(facts)
+    extracted = await asyncio.gather(*(extract(chunk) for chunk in chunks))
+    per_chunk = [facts for facts, _ in extracted]
+    usage = sum((used for _, used in extracted), TokenUsage())
     attachments = attachment_blocks(request["content"])
     allow_free_form = bool(config.get("entities_allow_free_form", True))
     return {

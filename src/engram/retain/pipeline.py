@@ -105,6 +105,13 @@ async def _plan_document(
     return DocumentPlan(document_id, items, original, chunks, keep, [row["id"] for row in existing])
 
 
+def chunks_at_once(services: Services) -> int:
+    """How many chunks of one retain (or dry run) are extracted at once."""
+    if services.llm is None:
+        return OFFLINE_EXTRACTION_CONCURRENCY
+    return retain_share(services.settings.llm_max_concurrent)
+
+
 def _group_by_document(items: list[PreparedItem]) -> list[list[PreparedItem]]:
     """Items sharing a document id form one document; after the first, they append to it."""
     groups: dict[str, list[PreparedItem]] = {}
@@ -123,9 +130,7 @@ async def _extract(services: Services, plans: list[DocumentPlan], config: dict[s
     images = {id(plan): images_by_chunk(plan) for plan in plans} if vision else {}
     usage = TokenUsage()
     done = 0
-    at_once = (retain_share(services.settings.llm_max_concurrent) if services.llm is not None
-               else OFFLINE_EXTRACTION_CONCURRENCY)
-    semaphore = asyncio.Semaphore(at_once)
+    semaphore = asyncio.Semaphore(chunks_at_once(services))
 
     async def run(plan: DocumentPlan, chunk: ChunkPlan) -> None:
         nonlocal usage, done
