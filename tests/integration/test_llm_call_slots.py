@@ -46,6 +46,14 @@ class InFlight:
             self.now -= 1
 
 
+@pytest.fixture
+def in_flight(llm: ScriptedLLM) -> InFlight:
+    """The scripted LLM's extraction calls, each held 0.25 s and counted."""
+    held = InFlight(0.25)
+    Model(llm).retain_fault = held.hold
+    return held
+
+
 def retain_separate_documents(server: RunningServer, bank_id: str, count: int) -> int:
     """One sync retain of `count` items, each a document (a chunk) of its own; its status."""
     with server.client() as http:
@@ -54,20 +62,16 @@ def retain_separate_documents(server: RunningServer, bank_id: str, count: int) -
 
 
 def test_a_retain_extracts_half_the_process_slots_of_chunks_at_once(
-    bounded_server: RunningServer, llm: ScriptedLLM, bank_id: str
+    bounded_server: RunningServer, in_flight: InFlight, bank_id: str
 ) -> None:
-    in_flight = InFlight(0.2)
-    Model(llm).retain_fault = in_flight.hold
     assert retain_separate_documents(bounded_server, bank_id, 12) == 200
     assert in_flight.calls == 12
     assert in_flight.peak == SLOTS // 2, f"{in_flight.peak} extraction calls at once"
 
 
 def test_retains_at_once_never_have_more_calls_in_flight_than_the_process_slots(
-    bounded_server: RunningServer, llm: ScriptedLLM, bank_id: str
+    bounded_server: RunningServer, in_flight: InFlight, bank_id: str
 ) -> None:
-    in_flight = InFlight(0.2)
-    Model(llm).retain_fault = in_flight.hold
     banks = [f"{bank_id}-{k}" for k in range(3)]
     with ThreadPoolExecutor(len(banks)) as threads:
         statuses = list(threads.map(lambda bank: retain_separate_documents(bounded_server, bank, 12), banks))
@@ -78,11 +82,9 @@ def test_retains_at_once_never_have_more_calls_in_flight_than_the_process_slots(
 
 
 def test_the_worker_runs_its_slots_worth_of_queued_retains_at_once(
-    bounded_server: RunningServer, llm: ScriptedLLM, bank_id: str
+    bounded_server: RunningServer, in_flight: InFlight, bank_id: str
 ) -> None:
     """Fewer worker slots than LLM slots: the worker's are the bound. Until session 35 it ran two."""
-    in_flight = InFlight(0.3)
-    Model(llm).retain_fault = in_flight.hold
     with bounded_server.client() as http:
         operations = [retain_async(http, bank_id, f"Ana mended net number {k} at dawn.") for k in range(10)]
         assert [wait_terminal(http, bank_id, op)["status"] for op in operations] == ["completed"] * 10
@@ -91,10 +93,8 @@ def test_the_worker_runs_its_slots_worth_of_queued_retains_at_once(
 
 
 def test_a_dry_run_extracts_its_chunks_as_a_retain_does(
-    bounded_server: RunningServer, llm: ScriptedLLM, bank_id: str
+    bounded_server: RunningServer, in_flight: InFlight, bank_id: str
 ) -> None:
-    in_flight = InFlight(0.2)
-    Model(llm).retain_fault = in_flight.hold
     lines = [f"Ana mended net number {k} at dawn before the boats left." for k in range(6)]
     with bounded_server.client() as http:
         assert http.put(f"{API}/{bank_id}", json={}).status_code == 200
