@@ -6,6 +6,7 @@ bounds are the engine's."""
 
 from __future__ import annotations
 
+import re
 import threading
 import time
 from collections.abc import Iterator
@@ -77,6 +78,11 @@ def test_retains_at_once_never_have_more_calls_in_flight_than_the_process_slots(
         statuses = list(threads.map(lambda bank: retain_separate_documents(bounded_server, bank, 12), banks))
     assert statuses == [200] * len(banks)
     assert in_flight.peak == SLOTS, f"{in_flight.peak} calls at once, for {SLOTS} slots"
+    with bounded_server.client() as http:
+        metrics = http.get("/metrics").text
+    waits = {name: float(value) for name, value in re.findall(r"^(engram_llm_slot_wait\w*) (\S+)$", metrics, re.M)}
+    assert waits.get("engram_llm_slot_waits_total", 0) >= 1, "the calls that waited for a slot are counted"
+    assert waits.get("engram_llm_slot_wait_seconds_total", 0) >= 0.2, "and their wait (a held call's 0.25 s at least)"
     with bounded_server.client() as http:
         assert [len(facts(http, bank)) for bank in banks] == [12] * len(banks), "every item stored"
 

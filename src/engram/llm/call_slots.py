@@ -11,10 +11,12 @@ retains share the slots between them."""
 from __future__ import annotations
 
 import asyncio
+import time
 import weakref
 from typing import Any
 
 from engram.llm.base import LLMProvider, LLMResponse
+from engram.metrics import REGISTRY
 
 
 def retain_share(limit: int) -> int:
@@ -42,8 +44,18 @@ class BoundedProvider:
         return slots
 
     async def complete(self, messages: list[dict[str, Any]], **options: Any) -> LLMResponse:
-        async with self._slots():
+        slots = self._slots()
+        if slots.locked():  # every slot taken: counted, so /metrics shows when the limit holds work up
+            waited_from = time.perf_counter()
+            await slots.acquire()
+            REGISTRY.count("engram_llm_slot_waits_total")
+            REGISTRY.count("engram_llm_slot_wait_seconds_total", time.perf_counter() - waited_from)
+        else:
+            await slots.acquire()
+        try:
             return await self.inner.complete(messages, **options)
+        finally:
+            slots.release()
 
     async def aclose(self) -> None:
         await self.inner.aclose()
