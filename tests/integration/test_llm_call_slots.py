@@ -1,6 +1,7 @@
 """LLM calls in flight at once (`llm.call_slots`): a retain extracts as many chunks at once as half of
 the process's slots (`ENGRAM_LLM_MAX_CONCURRENT`), and the process never has more calls in flight than
-its slots, however many retains run; the worker runs `ENGRAM_WORKER_MAX_SLOTS` queued retains at once.
+its slots, however many retains run; queued work holds at most half of them; the worker runs
+`ENGRAM_WORKER_MAX_SLOTS` queued retains at once.
 The scripted LLM only holds each extraction call a while and counts how many it holds at once; the
 bounds are the engine's."""
 
@@ -17,9 +18,10 @@ import pytest
 from tests.conftest import RunningServer, scripted_server
 from tests.support.faults import API, Model, facts, retain_async, wait_terminal
 from tests.support.scripted_llm import ChatRequest, ScriptedLLM
+from tests.support.waiting import wait_for
 
-SLOTS = 6  # the process's; a retain takes 3
-WORKER_SLOTS = 4
+SLOTS = 10  # the process's; a retain, and the queued work in all, take 5
+WORKER_SLOTS = 3
 
 
 @pytest.fixture(scope="module")
@@ -35,6 +37,7 @@ class InFlight:
     def __init__(self, seconds: float) -> None:
         self.seconds = seconds
         self.calls = self.now = self.peak = 0
+        self.gate: threading.Event | None = None  # set: calls are held until it opens, not `seconds`
         self._lock = threading.Lock()
 
     def hold(self, request: ChatRequest) -> None:
@@ -42,7 +45,10 @@ class InFlight:
             self.calls += 1
             self.now += 1
             self.peak = max(self.peak, self.now)
-        time.sleep(self.seconds)
+        if self.gate is not None:
+            self.gate.wait(20)
+        else:
+            time.sleep(self.seconds)
         with self._lock:
             self.now -= 1
 
@@ -111,3 +117,27 @@ def test_a_dry_run_extracts_its_chunks_as_a_retain_does(
     assert [fact["text"] for fact in response.json()["facts"]] == lines
     assert response.json()["usage"]["total_tokens"] == 6 * 15, "every chunk's tokens (10 + 5 a call)"
     assert in_flight.peak == SLOTS // 2, f"{in_flight.peak} chunks at once"
+
+
+def test_queued_work_holds_half_the_slots_so_a_requests_call_never_waits_behind_it(
+    bounded_server: RunningServer, in_flight: InFlight, bank_id: str
+) -> None:
+    """Three queued retains of six items would send fifteen calls at once (five each); they get five,
+    and a sync retain's call sent meanwhile gets a slot at once."""
+    in_flight.gate = threading.Event()
+    items = [{"content": f"Ana mended net number {k} at dawn."} for k in range(6)]
+    with bounded_server.client() as http, ThreadPoolExecutor(1) as thread:
+        try:
+            operations = [http.post(f"{API}/{bank_id}/memories", json={"items": items, "async": True}
+                                    ).json()["operation_id"] for _ in range(WORKER_SLOTS)]
+            wait_for(lambda: in_flight.now >= SLOTS // 2, "the queued retains' calls")
+            time.sleep(0.3)
+            assert in_flight.now == SLOTS // 2, f"queued work holds {in_flight.now} slots, not half of {SLOTS}"
+            sync = thread.submit(http.post, f"{API}/{bank_id}-request/memories",
+                                 json={"items": [{"content": "Bea caulks the hull."}]})
+            wait_for(lambda: in_flight.now == SLOTS // 2 + 1, "the request's call", timeout=5)
+        finally:
+            in_flight.gate.set()
+        assert sync.result(timeout=30).status_code == 200
+        assert [wait_terminal(http, bank_id, op)["status"] for op in operations] == ["completed"] * WORKER_SLOTS
+        assert len(facts(http, bank_id)) == 6 * WORKER_SLOTS
