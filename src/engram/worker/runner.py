@@ -34,10 +34,10 @@ SLOTS_WITH_LLM, SLOTS_WITHOUT_LLM = 10, 2
 
 def default_slots(services: Services) -> int:
     """With an LLM, an operation's time is mostly its calls' wait: until session 35 a worker ran two
-    at a time, and one-item async retains against a model answering in 0.3 s drained at 4.7 a second;
-    ten at a time, 12.5 (another bank's recall p50 39 ms against 31). Without one, operations only
-    share the cores: ten at a time drained a flood of them no faster, and another bank's recall took
-    p50 66–79 ms against 40–44 with two."""
+    at a time, and a hundred async retains of five items, against a model answering in 0.3 s, drained
+    in 21.2 s; ten at a time, in 8.0 s (another bank's recall p50 39 ms against 31). Without one,
+    operations only share the cores: ten at a time drained a flood of them no faster, and another
+    bank's recall took p50 66–79 ms against 40–44 with two."""
     return SLOTS_WITH_LLM if services.llm is not None else SLOTS_WITHOUT_LLM
 
 
