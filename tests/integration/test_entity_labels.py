@@ -160,6 +160,28 @@ def test_without_an_llm_enum_labels_are_classified_by_similarity(server: Running
     assert tags["office"] == [], "a fact unrelated to the vocabulary gets no label"
 
 
+def test_without_an_llm_a_bulk_retain_of_new_documents_gets_every_fact_labelled(
+    server: RunningServer, bank_id: str
+) -> None:
+    """An offline retain of new documents starts writing while its chunks are still extracted; with
+    labels it classifies every fact at once, so it must wait for the last chunk before it ends the
+    embedding (until session 36 it ended it first: a chunk extracted after that failed the retain)."""
+    labels = [{"key": "topic", "type": "value", "tag": True, "values": [
+        {"value": "billing", "description": "invoices, charges, payments and refunds"},
+        {"value": "cooking", "description": "recipes, food and kitchens"}]}]
+    items = [{"content": f"Customer {n} was charged twice on invoice {n} and wants a refund. "
+                         f"Their kitchen recipe number {n} needs more salt."} for n in range(60)]
+    with server.client() as client:
+        client.patch(f"/v1/default/banks/{bank_id}/config", json={"updates": {"entity_labels": labels}}
+                     ).raise_for_status()
+        response = client.post(f"/v1/default/banks/{bank_id}/memories", json={"items": items}, timeout=120)
+        assert response.status_code == 200, response.text
+        listed = client.get(f"/v1/default/banks/{bank_id}/memories/list", params={"limit": 500}).json()["items"]
+    tags = [m["tags"] for m in listed]
+    assert len(tags) == 120
+    assert tags.count(["topic:billing"]) == 60 and tags.count(["topic:cooking"]) == 60
+
+
 def test_official_client_configures_labels_and_filters_recall(llm_server: RunningServer, llm: ScriptedLLM,
                                                               bank_id: str) -> None:
     llm.handler = lambda request: ticket_answer([])

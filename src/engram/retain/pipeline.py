@@ -395,8 +395,8 @@ async def retain_items(
 
         async def embedded() -> AsyncIterator[list[PendingUnit]]:
             if groups and services.llm is None:  # one classification for all (it embeds the labels' values)
+                pending = (await extraction).pending  # every chunk added: the stream may end now
                 await stream.finish()
-                pending = (await extraction).pending
                 await asyncio.to_thread(_label_offline, groups, pending)
                 yield pending
             else:
