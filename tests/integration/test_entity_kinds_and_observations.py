@@ -10,6 +10,8 @@ choice of entities and facts, the replacement and the staleness."""
 from __future__ import annotations
 
 import re
+import threading
+import time
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -154,6 +156,67 @@ def test_only_the_batchs_top_five_with_five_facts_are_summarised(
         assert own_observations(http, bank_id, "Otto")[0]["text"] == "Summary number 1."
         assert own_observations(http, bank_id, "Dee") == []
         assert all(op["status"] == "completed" for op in summary_operations(http, bank_id))
+
+
+class HeldSummaries:
+    """The script, but each summary call is held `seconds` and the calls held at once are counted; a
+    summary names the entity it was asked about."""
+
+    def __init__(self, script: Script, seconds: float) -> None:
+        self.script, self.seconds = script, seconds
+        self.now = self.peak = 0
+        self._lock = threading.Lock()
+
+    def __call__(self, request: ChatRequest) -> Any:
+        if request.schema_name != "EntitySummary":
+            return self.script(request)
+        with self._lock:
+            self.now += 1
+            self.peak = max(self.peak, self.now)
+        time.sleep(self.seconds)
+        with self._lock:
+            self.now -= 1
+        return {"text": f"All about {summarised_entity(request)}."}
+
+
+def test_a_jobs_entities_are_summarised_at_once(
+    llm_server: RunningServer, llm: ScriptedLLM, script: Script, bank_id: str
+) -> None:
+    """Each entity's summary is a call of its own: the job sends them together (until session 36 one
+    after another, a model answer's wait each)."""
+    held = llm.handler = HeldSummaries(script, 0.3)
+    names = ["Ana", "Ben", "Cy", "Dee", "Eve"]
+    with llm_server.client() as http:
+        retain_settled(http, bank_id, [f"{name} sorted crate {n}. [{name}]" for name in names for n in range(5)])
+        assert held.peak == len(names), f"{held.peak} summary calls at once"
+        assert {name: [o["text"] for o in own_observations(http, bank_id, name)] for name in names} == {
+            name: [f"All about {name}."] for name in names}, "each entity's own answer, under it"
+        (job,) = summary_operations(http, bank_id)
+        assert job["status"] == "completed"
+
+
+def test_a_failed_summary_cancels_the_jobs_calls_still_out(
+    llm_server: RunningServer, llm: ScriptedLLM, script: Script, bank_id: str
+) -> None:
+    """Cy's call fails at once while Ana's and Ben's are held a second: the job fails then, and their
+    calls are cancelled, not written by a job already reported failed."""
+    def answer(request: ChatRequest) -> Any:
+        if request.schema_name != "EntitySummary":
+            return script(request)
+        if summarised_entity(request) == "Cy":
+            return Reply.error(500)
+        time.sleep(1.0)
+        return {"text": f"All about {summarised_entity(request)}."}
+
+    llm.handler = answer
+    names = ["Ana", "Ben", "Cy"]
+    with llm_server.client() as http:
+        retain_settled(http, bank_id, [f"{name} sorted crate {n}. [{name}]" for name in names for n in range(5)])
+        (job,) = summary_operations(http, bank_id)
+        assert job["status"] == "failed"
+        time.sleep(1.5)  # past the held calls' answers
+        assert {name: own_observations(http, bank_id, name) for name in names} == {name: [] for name in names}
+    assert sorted(summarised_entity(r) for r in summary_requests(llm)) == names, "all three were asked at once"
 
 
 def test_a_summary_is_built_from_the_50_most_recent_facts(

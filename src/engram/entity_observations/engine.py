@@ -7,11 +7,13 @@ LLM, no observations."""
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 from engram.errors import LLMNotConfigured
+from engram.llm.call_slots import retain_share
 from engram.store import entity_summaries as store
 from engram.store import operations as ops
 
@@ -49,23 +51,46 @@ async def after_retain(services: Services, bank_id: str, unit_ids: list[uuid.UUI
 async def regenerate(
     services: Services, bank_id: str, entity_ids: list[uuid.UUID], progress: Progress
 ) -> dict[str, Any]:
-    """Write each entity's new summary; an LLM failure fails the operation (the summaries already
-    written stay, the rest keep their previous one)."""
+    """Write each entity's new summary, as many at once as a retain extracts chunks (each entity's is
+    one call and independent of the others'; one after another, twenty entities waited twenty model
+    answers). An LLM failure fails the operation: the summaries already written stay, the calls still
+    out are cancelled and their entities keep their previous summary."""
+    if services.llm is None:
+        raise LLMNotConfigured("entity observations")
+    written: set[uuid.UUID] = set()
+    done = 0
+    at_once = asyncio.Semaphore(retain_share(services.settings.llm_max_concurrent))
+
+    async def summarise(entity_id: uuid.UUID) -> None:
+        nonlocal done
+        async with at_once:
+            if await _summarise(services, bank_id, entity_id):
+                written.add(entity_id)
+        done += 1
+        await progress("summarising", done, len(entity_ids))
+
+    await progress("summarising", 0, len(entity_ids))
+    calls = [asyncio.create_task(summarise(entity_id)) for entity_id in entity_ids]
+    try:
+        await asyncio.gather(*calls)
+    finally:  # a failed call (or the operation's cancellation) stops the rest
+        for call in calls:
+            call.cancel()
+        await asyncio.gather(*calls, return_exceptions=True)
+    return {"entities_summarised": [str(entity_id) for entity_id in entity_ids if entity_id in written]}
+
+
+async def _summarise(services: Services, bank_id: str, entity_id: uuid.UUID) -> bool:
+    """Regenerate one entity's summary from its recent facts; False when it no longer qualifies."""
     from engram.entity_observations.prompt import EntitySummary, build_messages
     from engram.llm.structured import generate_structured
     from engram.store.entity_reads import get_entity
 
-    if services.llm is None:
-        raise LLMNotConfigured("entity observations")
-    written = []
-    for done, entity_id in enumerate(entity_ids):
-        await progress("summarising", done, len(entity_ids))
-        entity = await get_entity(services.pool, bank_id, entity_id)
-        facts = await store.recent_facts(services.pool, entity_id, RECENT_FACTS) if entity else []
-        if len(facts) < MIN_FACTS:  # deleted, or lost facts since it was chosen
-            continue
-        messages = build_messages(entity["canonical_name"], [(f["text"], f["mentioned_at"]) for f in facts])
-        summary, _ = await generate_structured(services.llm, messages, EntitySummary, temperature=0.1)
-        await store.replace_summary(services.pool, bank_id, entity_id, summary.text.strip(), [f["id"] for f in facts])
-        written.append(str(entity_id))
-    return {"entities_summarised": written}
+    entity = await get_entity(services.pool, bank_id, entity_id)
+    facts = await store.recent_facts(services.pool, entity_id, RECENT_FACTS) if entity else []
+    if len(facts) < MIN_FACTS:  # deleted, or lost facts since it was chosen
+        return False
+    messages = build_messages(entity["canonical_name"], [(f["text"], f["mentioned_at"]) for f in facts])
+    summary, _ = await generate_structured(services.llm, messages, EntitySummary, temperature=0.1)
+    await store.replace_summary(services.pool, bank_id, entity_id, summary.text.strip(), [f["id"] for f in facts])
+    return True
