@@ -268,12 +268,13 @@ def test_a_summary_is_replaced_goes_stale_and_shows_in_recall(
         assert len(re.findall(r"^- \[", request.user_text, re.MULTILINE)) == 7, "all 7 facts, both new ones too"
 
 
+@pytest.mark.parametrize("failure", [Reply.error(500), Reply.json({"text": "  \n "})], ids=["error", "blank"])
 def test_a_failed_summary_is_a_failed_operation_and_keeps_the_previous_one(
-    llm_server: RunningServer, llm: ScriptedLLM, script: Script, bank_id: str
+    llm_server: RunningServer, llm: ScriptedLLM, script: Script, bank_id: str, failure: Reply
 ) -> None:
     with llm_server.client() as http:
         retain_settled(http, bank_id, [f"Ines wrote chapter {n}. [Ines]" for n in range(5)])
-        llm.handler = lambda request: Reply.error(500) if request.schema_name == "EntitySummary" else script(request)
+        llm.handler = lambda request: failure if request.schema_name == "EntitySummary" else script(request)
         retain_settled(http, bank_id, ["Ines finished the final chapter. [Ines]"])
         statuses = [op["status"] for op in summary_operations(http, bank_id)]
         assert sorted(statuses) == ["completed", "failed"]

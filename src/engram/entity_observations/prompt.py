@@ -6,7 +6,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 SYSTEM = """You write the observation a long-term memory keeps about one entity (a person, organisation,
 place, product or concept): a condensed, objective summary of what the given facts say about it.
@@ -20,6 +20,8 @@ Rules:
 
 
 class EntitySummary(BaseModel):
+    model_config = ConfigDict(str_strip_whitespace=True)  # blank is no summary: invalid
+
     text: str = Field(min_length=1, description="The observation: one to four sentences about the entity")
 
 
