@@ -10,14 +10,14 @@ from __future__ import annotations
 import re
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
 from tests.conftest import RunningServer, scripted_server
 from tests.support.faults import API, Model, facts, retain_async, wait_terminal
-from tests.support.scripted_llm import ChatRequest, ScriptedLLM
+from tests.support.scripted_llm import ChatRequest, Reply, ScriptedLLM
 from tests.support.waiting import wait_for
 
 SLOTS = 10  # the process's; a retain, and the queued work in all, take 5
@@ -91,6 +91,40 @@ def test_retains_at_once_never_have_more_calls_in_flight_than_the_process_slots(
     assert waits.get("engram_llm_slot_wait_seconds_total", 0) >= 0.2, "and their wait (a held call's 0.25 s at least)"
     with bounded_server.client() as http:
         assert [len(facts(http, bank)) for bank in banks] == [12] * len(banks), "every item stored"
+
+
+def dry_run_separate_chunks(server: RunningServer, bank_id: str, count: int) -> int:
+    """A dry run of `count` lines, a chunk each; its status."""
+    lines = [f"Ana mended net number {k} at dawn before the boats left." for k in range(count)]
+    with server.client() as http:
+        return http.post(f"{API}/{bank_id}/memories/dry-run-extract",
+                         json={"content": "\n\n".join(lines), "retain_chunk_size": 60}).status_code
+
+
+@pytest.mark.parametrize("extract", [retain_separate_documents, dry_run_separate_chunks], ids=["retain", "dry-run"])
+def test_a_retain_whose_chunk_fails_extracts_no_more_of_its_chunks(
+    bounded_server: RunningServer, llm: ScriptedLLM, bank_id: str, extract: Callable[[RunningServer, str, int], int]
+) -> None:
+    """The first chunk's call fails at once: the retain (or dry run) fails, and the calls it had in
+    flight are cancelled and no other chunk is sent (until session 36 its eleven other chunks went on
+    to the model after it had answered)."""
+    held = InFlight(0.5)
+
+    def fault(request: ChatRequest) -> Reply | None:
+        if "net number 0 " in request.user_text:
+            return Reply.error(500, "the first chunk fails")
+        held.hold(request)
+        return None
+
+    Model(llm).retain_fault = fault
+    with bounded_server.client() as http:
+        assert http.put(f"{API}/{bank_id}", json={}).status_code == 200
+    status = extract(bounded_server, bank_id, 12)
+    assert status >= 500, status
+    time.sleep(1.5)  # past the held calls' answers: any chunk still being extracted would have called by now
+    assert held.calls <= SLOTS // 2, f"{held.calls} other chunks sent after the retain failed"
+    with bounded_server.client() as http:
+        assert facts(http, bank_id) == [], "nothing of the failed retain stored"
 
 
 def test_the_worker_runs_its_slots_worth_of_queued_retains_at_once(

@@ -16,6 +16,7 @@ from engram.errors import LLMNotConfigured
 from engram.llm.call_slots import retain_share
 from engram.store import entity_summaries as store
 from engram.store import operations as ops
+from engram.together import run_together
 
 if TYPE_CHECKING:
     from engram.services import Services
@@ -70,13 +71,7 @@ async def regenerate(
         await progress("summarising", done, len(entity_ids))
 
     await progress("summarising", 0, len(entity_ids))
-    calls = [asyncio.create_task(summarise(entity_id)) for entity_id in entity_ids]
-    try:
-        await asyncio.gather(*calls)
-    finally:  # a failed call (or the operation's cancellation) stops the rest
-        for call in calls:
-            call.cancel()
-        await asyncio.gather(*calls, return_exceptions=True)
+    await run_together(summarise(entity_id) for entity_id in entity_ids)  # a failed call stops the rest
     return {"entities_summarised": [str(entity_id) for entity_id in entity_ids if entity_id in written]}
 
 

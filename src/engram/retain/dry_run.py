@@ -14,6 +14,7 @@ from engram.retain.facts import ExtractedFact
 from engram.retain.label_config import groups_from_config, parse_label_groups
 from engram.retain.pipeline import chunks_at_once
 from engram.retain.prepare import content_text, parse_item_timestamp
+from engram.together import run_together
 
 if TYPE_CHECKING:
     from engram.services import Services
@@ -63,7 +64,7 @@ async def dry_run_extract(services: Services, bank_id: str, request: dict[str, A
                 label_groups=groups,
             )
 
-    extracted = await asyncio.gather(*(extract(chunk) for chunk in chunks))
+    extracted = await run_together(extract(chunk) for chunk in chunks)
     per_chunk = [facts for facts, _ in extracted]
     usage = sum((used for _, used in extracted), TokenUsage())
     attachments = attachment_blocks(request["content"])

@@ -31,6 +31,7 @@ from engram.store.statistics import BULK_RETAIN_FACTS, analyze_if_stale, publish
 from engram.store.unit_ids import new_unit_id
 from engram.store.write_slots import retain_slots
 from engram.store.writer_locks import Claim, lock_documents, writing_to_bank
+from engram.together import run_together
 
 if TYPE_CHECKING:
     from engram.services import Services
@@ -160,7 +161,7 @@ async def _extract(services: Services, plans: list[DocumentPlan], config: dict[s
         if progress:
             await progress("extracting", done, len(todo))
 
-    await asyncio.gather(*(run(plan, chunk) for plan, chunk in todo))
+    await run_together(run(plan, chunk) for plan, chunk in todo)  # a failed chunk stops the rest
     return usage
 
 
