@@ -1,7 +1,7 @@
 """Coroutines run at once that stand or fall together.
 
 `asyncio.gather` hands the first failure to its caller but leaves the other coroutines running: a
-retain whose first chunk's LLM call failed answered 500 while its other chunks went on calling the
+retain whose first chunk's LLM call failed answered 502 while its other chunks went on calling the
 model (each call paid for, each holding one of the process's LLM slots), and an entity-summary
 operation reported failed went on writing summaries. `asyncio.TaskGroup` cancels them but raises an
 ExceptionGroup, which would hide the failure's own type from the error handling (a 4xx, a retryable
