@@ -4,13 +4,16 @@ mental models (refresh, staleness, refresh after consolidation) and the no-LLM a
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 
 import httpx
 import pytest
 
-from tests.conftest import RunningServer
+from tests.conftest import RunningServer, scripted_server
+from tests.support.database import query, table_locked
 from tests.support.scripted_llm import Reply, ScriptedLLM
-from tests.support.waiting import settle
+from tests.support.waiting import settle, wait_for
 
 
 def extraction(request) -> dict:
@@ -100,6 +103,50 @@ def test_response_schema_yields_structured_output(http: httpx.Client, llm: Scrip
     body = http.post(f"/v1/default/banks/{bank_id}/reflect",
                      json={"query": "Which city?", "response_schema": schema}).json()
     assert body["structured_output_error"] == "missing required field 'city'"
+
+
+@pytest.fixture(scope="module")
+def reflect_server(pg_dsn: str, scripted_llm: ScriptedLLM) -> Iterator[tuple[RunningServer, str]]:
+    """A server on a database of its own, which the test can lock."""
+    with scripted_server(pg_dsn, scripted_llm, "reflect-tools") as served:
+        yield served
+
+
+def test_one_answers_tool_calls_run_at_once_and_go_back_in_order(
+    reflect_server: tuple[RunningServer, str], llm: ScriptedLLM, bank_id: str
+) -> None:
+    """Three searches asked in one answer all wait on the locked mental models at once (one after
+    another until session 36), and their results go back in the order asked."""
+    server, dsn = reflect_server
+    queries = ["alpha", "beta", "gamma"]
+
+    def agent(request):
+        if not tool_outputs(request):
+            return Reply.tool_calls([("search_mental_models", {"query": q}) for q in queries])
+        return Reply.tool_calls([("done", {"answer": "nothing modelled yet"})])
+
+    llm.handler = agent
+
+    def reflect() -> httpx.Response:
+        with server.client() as http:
+            return http.post(f"/v1/default/banks/{bank_id}/reflect",
+                             json={"query": "?", "include": {"tool_calls": {}}}, timeout=60)
+
+    with server.client() as http:
+        http.put(f"/v1/default/banks/{bank_id}", json={}).raise_for_status()
+    waiting = ("SELECT count(*) AS n FROM pg_stat_activity"
+               " WHERE wait_event_type = 'Lock' AND datname = current_database()")
+    with ThreadPoolExecutor(1) as thread:
+        with table_locked(dsn, "mental_models", "ACCESS EXCLUSIVE"):
+            answered = thread.submit(reflect)
+            wait_for(lambda: query(dsn, waiting)[0]["n"] == len(queries), "the three searches to wait at once", 15)
+        response = answered.result()
+    assert response.status_code == 200, response.text
+    assert [c["input"]["query"] for c in response.json()["trace"]["tool_calls"]] == queries
+    second = llm.requests[-1]
+    asked = [call["id"] for call in second.messages[-len(queries) - 1]["tool_calls"]]
+    answered_ids = [m["tool_call_id"] for m in second.messages if m.get("role") == "tool"]
+    assert answered_ids == asked, "each result after the call it answers, in the order asked"
 
 
 def test_the_last_iteration_forces_done(http: httpx.Client, llm: ScriptedLLM, bank_id: str) -> None:

@@ -15,6 +15,7 @@ from engram.reflect import prompt
 from engram.reflect.directives import active_directives
 from engram.reflect.output import based_on, structured_output
 from engram.reflect.tools import TOOLS, Toolbox
+from engram.together import run_together
 from engram.types import ReflectLLMCall, ReflectRequest, ReflectResponse, ReflectToolCall, ReflectTrace, TokenUsage
 
 if TYPE_CHECKING:
@@ -92,16 +93,28 @@ async def _loop(run: _Run, toolbox: Toolbox, iterations: int) -> tuple[str, dict
         if not response.tool_calls:
             return (response.text or "").strip(), {}
         run.add(response.assistant_message())
-        for call in response.tool_calls:
-            if call.name == "done":
-                return str(call.arguments.get("answer") or "").strip(), call.arguments
-            started = time.perf_counter()
-            output = await toolbox.run(call.name, call.arguments)
+        calls = response.tool_calls
+        done = next((call for call in calls if call.name == "done"), None)
+        before_done = calls[: calls.index(done)] if done is not None else calls
+        # One answer's calls are independent reads: they run at once (one after another until session
+        # 36, three recalls took three recalls' time), their results go back in the order asked.
+        forks = [toolbox.fork() for _ in before_done]
+        outputs = await run_together(_timed(fork, call) for fork, call in zip(forks, before_done, strict=True))
+        for fork in forks:
+            toolbox.take(fork)
+        for call, (output, duration_ms) in zip(before_done, outputs, strict=True):
             run.trace.tool_calls.append(ReflectToolCall(
-                tool=call.name, input=call.arguments, output=output, iteration=iteration,
-                duration_ms=int((time.perf_counter() - started) * 1000),
+                tool=call.name, input=call.arguments, output=output, iteration=iteration, duration_ms=duration_ms,
             ))
             run.add({"role": "tool", "tool_call_id": call.id, "content": json.dumps(output, default=str)})
+        if done is not None:
+            return str(done.arguments.get("answer") or "").strip(), done.arguments
     run.add({"role": "user", "content": prompt.SYNTHESIS})
     response = await run.call("synthesis")
     return (response.text or "").strip(), {}
+
+
+async def _timed(toolbox: Toolbox, call: Any) -> tuple[dict[str, Any], int]:
+    started = time.perf_counter()
+    output = await toolbox.run(call.name, call.arguments)
+    return output, int((time.perf_counter() - started) * 1000)

@@ -5,6 +5,7 @@ answer's `based_on` can only cite things the agent actually saw."""
 from __future__ import annotations
 
 import asyncio
+import copy
 import uuid
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -57,6 +58,18 @@ class Toolbox:
         self.request = request
         self.config = config
         self.seen = Seen()
+
+    def fork(self) -> Toolbox:
+        """A toolbox for one of several calls run at once: what it shows is kept apart until `take`
+        merges it, in the order the calls were asked (an answer citing nothing is based on everything
+        shown, in that order, whichever call ended first)."""
+        twin = copy.copy(self)
+        twin.seen = Seen()
+        return twin
+
+    def take(self, fork: Toolbox) -> None:
+        self.seen.memories.update(fork.seen.memories)
+        self.seen.mental_models.update(fork.seen.mental_models)
 
     async def run(self, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
         handler = getattr(self, f"_tool_{name}", None)
