@@ -4,12 +4,14 @@ mental models (refresh, staleness, refresh after consolidation) and the no-LLM a
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 
 import httpx
 import pytest
 
+from engram.reflect.agent import TOOL_CALLS_AT_ONCE
 from tests.conftest import RunningServer, scripted_server
 from tests.support.database import query, table_locked
 from tests.support.scripted_llm import Reply, ScriptedLLM
@@ -115,10 +117,11 @@ def reflect_server(pg_dsn: str, scripted_llm: ScriptedLLM) -> Iterator[tuple[Run
 def test_one_answers_tool_calls_run_at_once_and_go_back_in_order(
     reflect_server: tuple[RunningServer, str], llm: ScriptedLLM, bank_id: str
 ) -> None:
-    """Three searches asked in one answer all wait on the locked mental models at once (one after
-    another until session 36), and their results go back in the order asked."""
+    """Six searches asked in one answer: four of them wait on the locked mental models at once (one
+    after another until session 36; never all of a model's calls, which would take the pool's
+    connections), and their results go back in the order asked."""
     server, dsn = reflect_server
-    queries = ["alpha", "beta", "gamma"]
+    queries = ["alpha", "beta", "gamma", "delta", "epsilon", "zeta"]
 
     def agent(request):
         if not tool_outputs(request):
@@ -139,7 +142,9 @@ def test_one_answers_tool_calls_run_at_once_and_go_back_in_order(
     with ThreadPoolExecutor(1) as thread:
         with table_locked(dsn, "mental_models", "ACCESS EXCLUSIVE"):
             answered = thread.submit(reflect)
-            wait_for(lambda: query(dsn, waiting)[0]["n"] == len(queries), "the three searches to wait at once", 15)
+            wait_for(lambda: query(dsn, waiting)[0]["n"] == TOOL_CALLS_AT_ONCE, "four searches to wait at once", 15)
+            time.sleep(0.5)
+            assert query(dsn, waiting)[0]["n"] == TOOL_CALLS_AT_ONCE, "no more than four at once"
         response = answered.result()
     assert response.status_code == 200, response.text
     assert [c["input"]["query"] for c in response.json()["trace"]["tool_calls"]] == queries

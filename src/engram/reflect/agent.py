@@ -4,6 +4,7 @@ conversation that outgrows the context cap ends with a synthesis call without to
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
 from typing import TYPE_CHECKING, Any
@@ -25,6 +26,9 @@ ITERATIONS = 10
 BUDGET_FACTOR = {"low": 0.5, "mid": 1.0, "high": 2.0}
 CONTEXT_CAP_TOKENS = 24_000
 FORCE_DONE = {"type": "function", "function": {"name": "done"}}
+# The tool calls of one answer that run at once. A recall takes up to three of the pool's twenty
+# connections: a model answering with dozens of calls must not take them all from other requests.
+TOOL_CALLS_AT_ONCE = 4
 
 
 class _Run:
@@ -99,7 +103,8 @@ async def _loop(run: _Run, toolbox: Toolbox, iterations: int) -> tuple[str, dict
         # One answer's calls are independent reads: they run at once (one after another until session
         # 36, three recalls took three recalls' time), their results go back in the order asked.
         forks = [toolbox.fork() for _ in before_done]
-        outputs = await run_together(_timed(fork, call) for fork, call in zip(forks, before_done, strict=True))
+        at_once = asyncio.Semaphore(TOOL_CALLS_AT_ONCE)
+        outputs = await run_together(_timed(fork, call, at_once) for fork, call in zip(forks, before_done, strict=True))
         for fork in forks:
             toolbox.take(fork)
         for call, (output, duration_ms) in zip(before_done, outputs, strict=True):
@@ -114,7 +119,8 @@ async def _loop(run: _Run, toolbox: Toolbox, iterations: int) -> tuple[str, dict
     return (response.text or "").strip(), {}
 
 
-async def _timed(toolbox: Toolbox, call: Any) -> tuple[dict[str, Any], int]:
-    started = time.perf_counter()
-    output = await toolbox.run(call.name, call.arguments)
-    return output, int((time.perf_counter() - started) * 1000)
+async def _timed(toolbox: Toolbox, call: Any, at_once: asyncio.Semaphore) -> tuple[dict[str, Any], int]:
+    async with at_once:
+        started = time.perf_counter()
+        output = await toolbox.run(call.name, call.arguments)
+        return output, int((time.perf_counter() - started) * 1000)
