@@ -100,8 +100,8 @@ async def _loop(run: _Run, toolbox: Toolbox, iterations: int) -> tuple[str, dict
         calls = response.tool_calls
         done = next((call for call in calls if call.name == "done"), None)
         before_done = calls[: calls.index(done)] if done is not None else calls
-        # One answer's calls are independent reads: they run at once (one after another until session
-        # 36, three recalls took three recalls' time), their results go back in the order asked.
+        # One answer's calls are independent reads: they run TOOL_CALLS_AT_ONCE at a time (one after
+        # another until session 36), their findings and results taken in the order asked.
         forks = [toolbox.fork() for _ in before_done]
         at_once = asyncio.Semaphore(TOOL_CALLS_AT_ONCE)
         outputs = await run_together(_timed(fork, call, at_once) for fork, call in zip(forks, before_done, strict=True))
