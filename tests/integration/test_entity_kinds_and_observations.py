@@ -159,22 +159,24 @@ def test_only_the_batchs_top_five_with_five_facts_are_summarised(
 
 
 class HeldSummaries:
-    """The script, but each summary call is held `seconds` and the calls held at once are counted; a
-    summary names the entity it was asked about."""
+    """The script, but each summary call is held until `expected` calls are in flight (or `seconds`
+    have passed), and the calls held at once are counted; a summary names the entity it was asked
+    about."""
 
-    def __init__(self, script: Script, seconds: float) -> None:
-        self.script, self.seconds = script, seconds
+    def __init__(self, script: Script, expected: int, seconds: float) -> None:
+        self.script, self.expected, self.seconds = script, expected, seconds
         self.now = self.peak = 0
-        self._lock = threading.Lock()
+        self._changed = threading.Condition()
 
     def __call__(self, request: ChatRequest) -> Any:
         if request.schema_name != "EntitySummary":
             return self.script(request)
-        with self._lock:
+        with self._changed:
             self.now += 1
             self.peak = max(self.peak, self.now)
-        time.sleep(self.seconds)
-        with self._lock:
+            self._changed.notify_all()
+            self._changed.wait_for(lambda: self.peak >= self.expected, self.seconds)
+        with self._changed:
             self.now -= 1
         return {"text": f"All about {summarised_entity(request)}."}
 
@@ -184,8 +186,8 @@ def test_a_jobs_entities_are_summarised_at_once(
 ) -> None:
     """Each entity's summary is a call of its own: the job sends them together (until session 36 one
     after another, a model answer's wait each)."""
-    held = llm.handler = HeldSummaries(script, 0.3)
     names = ["Ana", "Ben", "Cy", "Dee", "Eve"]
+    held = llm.handler = HeldSummaries(script, len(names), 2.0)
     with llm_server.client() as http:
         retain_settled(http, bank_id, [f"{name} sorted crate {n}. [{name}]" for name in names for n in range(5)])
         assert held.peak == len(names), f"{held.peak} summary calls at once"
@@ -198,13 +200,18 @@ def test_a_jobs_entities_are_summarised_at_once(
 def test_a_failed_summary_cancels_the_jobs_calls_still_out(
     llm_server: RunningServer, llm: ScriptedLLM, script: Script, bank_id: str
 ) -> None:
-    """Cy's call fails at once while Ana's and Ben's are held a second: the job fails then, and their
-    calls are cancelled, not written by a job already reported failed."""
+    """Cy's call fails once Ana's and Ben's are in flight, each held a second: the job fails then, and
+    their calls are cancelled, not written by a job already reported failed."""
+    in_flight = threading.Semaphore(0)
+
     def answer(request: ChatRequest) -> Any:
         if request.schema_name != "EntitySummary":
             return script(request)
         if summarised_entity(request) == "Cy":
+            for _ in range(2):
+                in_flight.acquire(timeout=10)
             return Reply.error(500)
+        in_flight.release()
         time.sleep(1.0)
         return {"text": f"All about {summarised_entity(request)}."}
 
