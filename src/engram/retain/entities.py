@@ -8,7 +8,10 @@ entities, names of a configured label group's `key:value` shape, "user", and men
 `resolve_entities: false`. A free-form entity carrying a label's exact name becomes that label.
 A name about to be created (and every label) is locked per (bank, lower(name)) until the
 transaction ends and resolved again, so concurrent retains of one new name converge: the second one
-scores the first one's entity like any other. Names that resolve to an existing entity take no lock."""
+scores the first one's entity like any other. Names that resolve to an existing entity take no lock.
+The second resolution re-reads exact namesakes only: the trigram-similar names it would search again
+were searched moments before, and the lock does not cover them anyway (a similar name another retain
+creates meanwhile may commit just after either search)."""
 
 from __future__ import annotations
 
@@ -39,6 +42,8 @@ EXACT_ONLY_NAMES = frozenset({"user"})
 
 Links = dict[tuple[uuid.UUID, uuid.UUID], str]
 Existing = dict[str, list[asyncpg.Record]]
+# Each lower-cased name's trigram-similar free-form entities, as one retain found them (`_resolve_scored`).
+Similar = dict[str, list[asyncpg.Record]]
 
 
 async def store_entities(
@@ -57,7 +62,9 @@ async def store_entities(
     existing = await store.find_by_names(conn, bank_id, keys)
     label_ids = {key: rows_[0]["id"] for key, rows_ in _labels_only(existing).items()}
     spelling = {name.lower(): name for m in mentions for name in m.names if name.strip()}
-    chosen = await _resolve_free(conn, bank_id, mentions, set(spelling), existing, label_ids, label_keys, now)
+    similar: Similar = {}
+    chosen = await _resolve_free(conn, bank_id, mentions, set(spelling), existing, label_ids, label_keys, now,
+                                 similar)
     labels = {label.lower() for m in mentions for label in m.labels}
     pending = {key for key in spelling if key not in chosen}
     if (pending or labels) and not sole_writer:
@@ -68,7 +75,7 @@ async def store_entities(
     chosen.update({key: label_ids[key] for key in spelling if key in label_ids})  # a label's exact name is it
     if pending - chosen.keys():
         chosen.update(await _resolve_free(conn, bank_id, mentions, pending - chosen.keys(), existing, label_ids,
-                                          label_keys, now))
+                                          label_keys, now, similar))
     links.update(await _free_form_links(conn, bank_id, mentions, spelling, chosen, label_ids, label_keys, now))
     # One call, so co-occurrences are counted across labels and free-form entities alike.
     await store.link_units_to_entities(conn, bank_id, [(u, e, name) for (u, e), name in links.items()])
@@ -76,9 +83,10 @@ async def store_entities(
 
 async def _resolve_free(
     conn: asyncpg.Connection, bank_id: str, mentions: list[Mention], keys: set[str], existing: Existing,
-    label_ids: dict[str, uuid.UUID], label_keys: frozenset[str], now: datetime,
+    label_ids: dict[str, uuid.UUID], label_keys: frozenset[str], now: datetime, similar: Similar,
 ) -> dict[str, uuid.UUID]:
-    """The existing entity each free-form name in `keys` is, where one is (reads only)."""
+    """The existing entity each free-form name in `keys` is, where one is (reads only; the names'
+    trigram searches are kept in `similar`, and a name already in it is not searched again)."""
     chosen = {key: label_ids[key] for key in keys if key in label_ids}
     scored = {
         key for m in mentions if m.resolve for key in (n.lower() for n in m.names)
@@ -89,7 +97,7 @@ async def _resolve_free(
         if free:
             chosen[key] = free[0]["id"]
     if scored:
-        chosen.update(await _resolve_scored(conn, bank_id, mentions, scored, existing, label_keys, now))
+        chosen.update(await _resolve_scored(conn, bank_id, mentions, scored, existing, label_keys, now, similar))
     return chosen
 
 
@@ -165,10 +173,12 @@ async def _resolve_scored(
     existing: Existing,
     label_keys: frozenset[str],
     now: datetime,
+    similar: Similar,
 ) -> dict[str, uuid.UUID]:
     """Map each name in `keys` to the existing free-form entity it resolves to, if any, scored on
     name, co-occurrence and recency. Exact namesakes are scored first; only a name none of them
-    claims looks further, at trigram-similar names (the costly nearest-name search)."""
+    claims looks further, at trigram-similar names (the costly nearest-name search, once a name in a
+    retain: `similar` keeps what it found)."""
     known = {key: rows[0] for key, rows in existing.items()}  # a neighbour name: its most mentioned entity
     degree = {row["id"]: row["mention_count"] for row in known.values()}
     namesakes = {
@@ -177,12 +187,16 @@ async def _resolve_scored(
     resolved = await _best_of(conn, mentions, {k: v for k, v in namesakes.items() if v}, known, degree, now)
     rest = sorted(keys - resolved.keys())
     if rest:
-        found = await store.trigram_candidates(conn, bank_id, rest, scoring.CANDIDATE_SIMILARITY)
-        similar = {
-            key: [(row, row["similarity"]) for row in rows if not label_shaped(row["canonical_name"], label_keys)]
-            for key, rows in found.items()
+        unsearched = [key for key in rest if key not in similar]
+        if unsearched:
+            found = await store.trigram_candidates(conn, bank_id, unsearched, scoring.CANDIDATE_SIMILARITY)
+            similar.update({key: found.get(key, []) for key in unsearched})
+        candidates = {
+            key: [(row, row["similarity"]) for row in similar[key]
+                  if not label_shaped(row["canonical_name"], label_keys)]
+            for key in rest if similar[key]
         }
-        resolved.update(await _best_of(conn, mentions, similar, known, degree, now))
+        resolved.update(await _best_of(conn, mentions, candidates, known, degree, now))
     return resolved
 
 
