@@ -236,25 +236,9 @@ async def trigram_candidates(
     conn: asyncpg.Connection, bank_id: str, keys: list[str], min_similarity: float, per_name: int = 10
 ) -> dict[str, list[asyncpg.Record]]:
     """For each lower-cased name, the bank's free-form entities with trigram similarity ≥ min_similarity."""
-    rows = await conn.fetch(
-        """
-        SELECT n.key, c.id, c.canonical_name, c.similarity, c.last_seen, c.mention_count
-        FROM unnest($2::text[]) AS n(key)
-        CROSS JOIN LATERAL (
-            SELECT e.id, e.canonical_name, e.last_seen, e.mention_count,
-                   similarity(lower(e.canonical_name), n.key) AS similarity
-            FROM entities e
-            WHERE e.bank_id = $1 AND e.entity_kind = 'free'
-            ORDER BY lower(e.canonical_name) <-> n.key  -- KNN on the GiST index: nearest names first
-            LIMIT $4
-        ) c
-        WHERE c.similarity >= $3
-        """,
-        bank_id,
-        keys,
-        min_similarity,
-        per_name,
-    )
+    # Through the GiST index whatever PostgreSQL's statistics say of the bank (migration 032).
+    rows = await conn.fetch("SELECT * FROM similar_free_entities($1, $2, $3, $4)",
+                            bank_id, keys, min_similarity, per_name)
     found: dict[str, list[asyncpg.Record]] = {}
     for row in rows:
         found.setdefault(row["key"], []).append(row)
