@@ -7,24 +7,28 @@ Each statement is run here in a transaction, and the index tuples it fetched are
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator
 
 import asyncpg
 import pytest
 
+from engram.recall import arms, keyword_arm
 from engram.recall.filters import UnitFilter
 from engram.recall.neighbours import fetch_neighbours
 from engram.store.migrate import apply_migrations
 
 EMBEDDING = "[" + ",".join(["0.1"] * 384) + "]"
 FACTS_PER_CHUNK = 3
+WORDS = ["amber", "birch", "cedar", "delta", "ember"]
 GROWN_CHUNKS = 500
 SCOPE = UnitFilter(bank_id="grown", fact_types=["world", "experience", "observation"])
 
 
 async def add_facts(conn: asyncpg.Connection, bank_id: str, chunks: int) -> None:
-    """`chunks` documents of one chunk each, holding FACTS_PER_CHUNK facts: "<bank> <chunk>.<n>", each
-    after the first with the one before it as its lead-in (so the two are neighbours)."""
+    """`chunks` documents of one chunk each, holding FACTS_PER_CHUNK facts: "<word> <bank> <chunk>.<n>"
+    (the word one of WORDS, each in a fifth of the chunks), each after the first with the one before it
+    as its lead-in (so the two are neighbours)."""
     await conn.execute("INSERT INTO banks (bank_id, name) VALUES ($1, $1)", bank_id)
     await conn.execute(
         "INSERT INTO documents (bank_id, id) SELECT $1, 'd' || c FROM generate_series(1, $2) c", bank_id, chunks)
@@ -33,10 +37,10 @@ async def add_facts(conn: asyncpg.Connection, bank_id: str, chunks: int) -> None
         " SELECT $1 || '-c' || c, $1, 'd' || c, 0, 'text', 'hash' FROM generate_series(1, $2) c", bank_id, chunks)
     await conn.execute(
         "INSERT INTO memory_units (id, bank_id, document_id, chunk_id, text, lead_in, fact_type, embedding)"
-        " SELECT gen_random_uuid(), $1, 'd' || c, $1 || '-c' || c, $1 || ' ' || c || '.' || n,"
-        "        CASE WHEN n > 1 THEN $1 || ' ' || c || '.' || (n - 1) END, 'world', $3::vector"
-        " FROM generate_series(1, $2) c, generate_series(1, $4) n",
-        bank_id, chunks, EMBEDDING, FACTS_PER_CHUNK)
+        " SELECT gen_random_uuid(), $1, 'd' || c, $1 || '-c' || c, w || ' ' || $1 || ' ' || c || '.' || n,"
+        "        CASE WHEN n > 1 THEN w || ' ' || $1 || ' ' || c || '.' || (n - 1) END, 'world', $3::vector"
+        " FROM generate_series(1, $2) c, generate_series(1, $4) n, LATERAL (SELECT ($5::text[])[c % 5 + 1] w) w",
+        bank_id, chunks, EMBEDDING, FACTS_PER_CHUNK, WORDS)
 
 
 @pytest.fixture
@@ -55,7 +59,8 @@ async def stale(isolated_dsn: str) -> AsyncIterator[asyncpg.Connection]:
 
 
 async def facts_fetched(conn: asyncpg.Connection) -> int:
-    """The memory_units rows this transaction fetched through the table's indexes (counted per index)."""
+    """The memory_units rows fetched through the table's indexes (counted per index) by this connection
+    since it last reported its statistics."""
     return await conn.fetchval(
         "SELECT sum(pg_stat_get_xact_tuples_fetched(indexrelid)) FROM pg_index"
         " WHERE indrelid = 'memory_units'::regclass")
@@ -69,11 +74,72 @@ async def test_each_facts_neighbours_are_looked_up_in_its_chunk_whatever_the_sta
     rows = await stale.fetch(
         "SELECT id, text FROM memory_units WHERE bank_id = 'grown' AND text LIKE '% %.2' ORDER BY text LIMIT 100")
     async with stale.transaction():
+        before = await facts_fetched(stale)
         found = await fetch_neighbours(stale, SCOPE, [row["id"] for row in rows])  # a connection serves as the pool
-        fetched = await facts_fetched(stale)
-    # a few of its document's facts a fact (1,800 here), not the bank (154,500 before)
-    assert fetched <= 30 * len(rows), f"{fetched} facts fetched for the neighbours of {len(rows)}"
+        fetched = await facts_fetched(stale) - before
+    # its document's facts for each fact (300 here), not the bank's (151,500 before)
+    assert fetched <= 5 * len(rows), f"{fetched} facts fetched for the neighbours of {len(rows)}"
     texts = {r["id"]: r["text"] for r in await stale.fetch("SELECT id, text FROM memory_units WHERE bank_id = 'grown'")}
     for row in rows:  # "grown c.2" sits between "grown c.1" and "grown c.3"
         stem = row["text"][: -len(".2")]
         assert sorted(texts[n] for n, _ in found[row["id"]]) == [f"{stem}.1", f"{stem}.3"]
+
+
+async def test_the_graph_arm_checks_each_reached_fact_by_its_id_whatever_the_statistics(
+    stale: asyncpg.Connection,
+) -> None:
+    """Ten seeds, each linked to ten facts the arm reaches and must hold to the scope one by one
+    (`UnitFilter.holds`, which the temporal arm's linked facts go through as well): with the scope
+    inside the lookup, every fact of the bank was fetched for each."""
+    ids = [r["id"] for r in await stale.fetch(
+        "SELECT id FROM memory_units WHERE bank_id = 'grown' ORDER BY text LIMIT 110")]
+    seeds, reached = ids[:10], ids[10:]
+    await stale.execute(
+        "INSERT INTO memory_links (from_unit, to_unit, bank_id, link_type, weight)"
+        " SELECT s, r, 'grown', 'semantic', 0.9 FROM unnest($1::uuid[]) WITH ORDINALITY a(s, i),"
+        " unnest($2::uuid[]) WITH ORDINALITY b(r, j) WHERE (j - 1) / 10 = i - 1", seeds, reached)
+    async with stale.transaction():
+        before = await facts_fetched(stale)
+        found = await arms.graph(stale, SCOPE, [(seed, 0.9) for seed in seeds], 300)
+        fetched = await facts_fetched(stale) - before
+    assert sorted(unit for unit, _ in found) == sorted(reached)
+    assert fetched <= 5 * len(reached), f"{fetched} facts fetched to check {len(reached)}"
+
+
+class Recording:
+    """A connection that keeps the statements it is given (and their arguments)."""
+
+    def __init__(self, conn: asyncpg.Connection) -> None:
+        self.conn, self.statements = conn, list[tuple[str, tuple[object, ...]]]()
+
+    async def fetch(self, sql: str, *args: object) -> list[asyncpg.Record]:
+        self.statements.append((sql, args))
+        return await self.conn.fetch(sql, *args)
+
+    async def fetchrow(self, sql: str, *args: object) -> asyncpg.Record | None:
+        return await self.conn.fetchrow(sql, *args)
+
+    async def fetchval(self, sql: str, *args: object) -> object:
+        return await self.conn.fetchval(sql, *args)
+
+
+def rows_joined_and_dropped(plan: dict[str, object]) -> int:
+    """The rows an EXPLAIN ANALYZE (FORMAT JSON) plan's joins compared and dropped, all nodes summed."""
+    dropped = int(plan.get("Rows Removed by Join Filter", 0)) * int(plan.get("Actual Loops", 1))  # type: ignore[call-overload]
+    return dropped + sum(rows_joined_and_dropped(p) for p in plan.get("Plans", []))  # type: ignore[union-attr]
+
+
+async def test_the_keyword_arm_scores_the_facts_it_read_without_a_loop_over_them_for_each_posting(
+    stale: asyncpg.Connection,
+) -> None:
+    """Two words, each in a fifth of the bank's 1,500 facts: their postings were joined to the facts
+    read as a loop over those facts for each posting (180,000 pairs compared here)."""
+    recording = Recording(stale)
+    found = await keyword_arm.keyword(recording, SCOPE, "amber birch", 1000, None)  # type: ignore[arg-type]
+    assert len(found) == 2 * len(await stale.fetch(
+        "SELECT 1 FROM memory_units WHERE bank_id = 'grown' AND text LIKE 'amber %'"))
+    scoring = [(sql, args) for sql, args in recording.statements if "keyword_postings" in sql]
+    assert scoring, "the arm read the postings"
+    for sql, args in scoring:
+        plan = json.loads(await stale.fetchval("EXPLAIN (ANALYZE, FORMAT JSON) " + sql, *args))[0]["Plan"]
+        assert rows_joined_and_dropped(plan) < 1000, rows_joined_and_dropped(plan)

@@ -148,7 +148,6 @@ async def graph(
     seed_ids = params.add([s[0] for s in seeds])
     spreading_ids = params.add([s[0] for s in spreading])
     seed_scores = params.add([s[1] for s in spreading])
-    where = scope.where(params)
     # The floor less a margin for the float sums' last bits: what may still reach the floor is walked,
     # and rounded and sorted below; the rounded scores then meet the floor itself.
     near_floor = params.add(GRAPH_MIN_ACTIVATION - 1e-6)
@@ -227,7 +226,7 @@ async def graph(
         -- into that join. Most reached facts are below the floor: they are neither checked nor sent.
         SELECT b.id, b.score FROM best b
         WHERE b.score >= {params.add(GRAPH_MIN_ACTIVATION)}
-          AND (SELECT true FROM memory_units m WHERE m.id = b.id AND {where})
+          AND {scope.holds(params, "b.id")}
         ORDER BY b.score DESC, b.id
         LIMIT {params.add(limit)}
         """,
@@ -297,7 +296,7 @@ async def temporal(
         ),
         spread AS (  -- a primary-key lookup per linked fact (a join read every fact of the bank)
             SELECT k.id, k.similarity FROM linked k
-            WHERE (SELECT true FROM memory_units m WHERE m.id = k.id AND {where})
+            WHERE {scope.holds(params, "k.id")}
         )
         SELECT id, round(max(similarity)::numeric, {SCORE_DECIMALS})::float8 AS score
         FROM (SELECT * FROM inside UNION ALL SELECT * FROM spread) c

@@ -35,3 +35,12 @@ class UnitFilter:
         for group in self.tag_groups or []:
             parts.append(tag_group_condition(params, group, column))
         return " AND ".join(parts)
+
+    def holds(self, params: SqlParams, unit_id: str) -> str:
+        """A scalar subquery, true when the fact whose id is the SQL `unit_id` is in scope, else null:
+        one primary-key lookup, the scope checked on the row it finds. With the scope inside the
+        lookup, the planner may read the fact through one of the bank's indexes instead, which it does
+        where its statistics hold no count for the bank (one grown by small retains since the table
+        was last analysed): every fact of the bank for each fact checked."""
+        return (f"(SELECT true FROM (SELECT * FROM memory_units WHERE id = {unit_id} OFFSET 0) m "
+                f"WHERE {self.where(params)})")
