@@ -27,7 +27,12 @@ from engram.retain.label_config import LabelGroup, groups_from_config
 from engram.retain.prepare import PreparedItem
 from engram.store import document_events, semantic_links
 from engram.store import facts_write as fw
-from engram.store.statistics import BULK_RETAIN_FACTS, analyze_if_stale, publish_write_counts
+from engram.store.statistics import (
+    BULK_RETAIN_FACTS,
+    analyze_if_stale,
+    analyze_soon_if_bank_undercounted,
+    publish_write_counts,
+)
 from engram.store.unit_ids import new_unit_id
 from engram.store.write_slots import retain_slots
 from engram.store.writer_locks import Claim, lock_documents, writing_to_bank
@@ -421,6 +426,8 @@ async def retain_items(
     log.info("retained %d items into %s: %d facts", len(items), bank_id, len(pending))
     if len(pending) >= BULK_RETAIN_FACTS:
         await analyze_if_stale(services.pool)
+    else:
+        analyze_soon_if_bank_undercounted(services.pool, bank_id)
     from engram.consolidate.trigger import after_memory_change
     from engram.entity_observations.engine import after_retain
 
