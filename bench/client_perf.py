@@ -96,6 +96,7 @@ def stub_extraction(request: ChatRequest) -> dict[str, Any]:
     """One fact per sentence, capitalised word runs as entities (like the side-by-side harness's stub)."""
     text = request.user_text
     body = text.split("\n\n")[-1] if "\n\n" in text else text
+    body = body.removeprefix("Text:\n")  # the prompt's label of the chunk (`retain.extraction`)
     sentences = [s.strip() for s in re.split(r"(?<=[.!?])\s+", body) if s.strip()]
     return {"facts": [{"what": s, "fact_type": "world", "entities": list(dict.fromkeys(_CAPITALISED.findall(s)))}
                       for s in sentences]}
