@@ -46,7 +46,7 @@ async def fetch_neighbours(pool: asyncpg.Pool, scope: UnitFilter, unit_ids: list
         SELECT c.id AS unit, n.id AS neighbour, n.reply
         FROM memory_units c
         CROSS JOIN LATERAL (
-            SELECT n.id, n.bank_id, n.fact_type, n.state, n.tags,
+            SELECT n.*,  -- the scope's columns below (PostgreSQL reads only those the query uses)
                    n.lead_in = split_part(c.text, ' | ', 1) AND strpos(split_part(c.text, ' | ', 1), '?') > 0
                        AS reply
             FROM memory_units n
