@@ -10,17 +10,23 @@ from __future__ import annotations
 
 import asyncio
 import json
+import tempfile
 from collections.abc import AsyncIterator
 
 import asyncpg
 import pytest
 
 from engram import Memory
+from engram.api.app import close_services, open_services
 from engram.recall import arms, keyword_arm
 from engram.recall.filters import UnitFilter
 from engram.recall.neighbours import fetch_neighbours
+from engram.settings import Settings
 from engram.store import statistics
 from engram.store.migrate import apply_migrations
+from engram.transfer import handlers
+from engram.transfer.archive import read_archive
+from engram.transfer.importer import ImportOptions, import_archive
 
 EMBEDDING = "[" + ",".join(["0.1"] * 384) + "]"
 FACTS_PER_CHUNK = 3
@@ -188,3 +194,21 @@ async def test_a_small_retain_into_a_bank_the_planner_undercounts_has_the_tables
     finally:
         await conn.close()
         memory.close()
+
+
+async def test_a_restored_bank_is_known_to_the_planner_when_the_import_ends(stale_dsn: str) -> None:
+    """A restore writes a whole bank in one transaction and no retain runs the statistics job: the
+    import runs the small retains' check itself."""
+    services = await open_services(Settings(database_url=stale_dsn, worker_enabled=False))
+    conn = await asyncpg.connect(stale_dsn)
+    try:
+        with tempfile.TemporaryFile() as spool:  # the archive's documents are read from it as they go in
+            await handlers.write_export(services, "grown", {}, spool)
+            spool.seek(0)
+            archive = read_archive(spool)
+            await conn.execute("ANALYZE memory_units")  # the statistics know both banks there, not the next one
+            assert (await import_archive(services, archive, ImportOptions("restored")))["facts_imported"] == 1500
+        assert await statistics.planned_rows(conn, "restored") > 1000
+    finally:
+        await conn.close()
+        await close_services(services)

@@ -17,6 +17,7 @@ from engram.errors import Conflict, InvalidInput
 from engram.store import facts_write as fw
 from engram.store import transfer_writes as tw
 from engram.store.banks import get_bank, upsert_bank
+from engram.store.statistics import analyze_if_bank_undercounted
 from engram.store.tx import transaction
 from engram.store.writer_locks import Claim, hold_bank_writers
 from engram.transfer import import_rows as rows
@@ -218,6 +219,8 @@ async def import_archive(
             for directive in rows.directives(archive):
                 await tw.insert_directive(conn, bank_id, directive)
     await steps.done()
+    if options.include_data:  # a bank the statistics do not know is planned as nearly empty
+        await analyze_if_bank_undercounted(services.pool, bank_id)
     await after_memory_change(services, bank_id)
     return _summary(archive, options, written, observations, models, dropped_config)
 
