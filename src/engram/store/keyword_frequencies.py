@@ -9,20 +9,15 @@ concurrent writers (who only ever insert) never wait on.
 
 from __future__ import annotations
 
-import asyncio
-import logging
 from dataclasses import dataclass
-from typing import Any
 
 import asyncpg
 
-log = logging.getLogger("engram.store")
+from engram.background import in_background, running
 
 # A recall that summed more delta rows than this for its scope's totals compacts the bank.
 COMPACT_AFTER_ROWS = 32
 TOTALS = ""  # the lexeme of a fact type's totals row
-
-_compacting: set[asyncio.Task[Any]] = set()
 
 
 @dataclass(frozen=True)
@@ -103,16 +98,9 @@ async def compact(pool: asyncpg.Pool, bank_id: str) -> int:
 
 
 def compact_soon(pool: asyncpg.Pool, bank_id: str) -> None:
-    """Compact the bank in the background (a recall does not wait for it); one task per bank at a time."""
-    if any(task.get_name() == f"compact {bank_id}" for task in _compacting):
-        return
-
-    async def run() -> None:
-        try:
-            await compact(pool, bank_id)
-        except Exception:  # a failed compaction leaves correct (only longer) sums; the next lookup retries
-            log.exception("compacting the keyword frequencies of bank %s failed", bank_id)
-
-    task = asyncio.get_running_loop().create_task(run(), name=f"compact {bank_id}")
-    _compacting.add(task)
-    task.add_done_callback(_compacting.discard)
+    """Compact the bank in the background (a recall does not wait for it); one task per bank at a time.
+    A failed compaction leaves correct (only longer) sums; the next lookup retries."""
+    name = f"compact {bank_id}"
+    if not running(name):
+        in_background(lambda: compact(pool, bank_id), name,
+                      f"compacting the keyword frequencies of bank {bank_id} failed")

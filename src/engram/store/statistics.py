@@ -28,16 +28,17 @@ holds several times more facts than it believes."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 import logging
 import time
-from typing import Any
+from typing import get_args
 
 import asyncpg
 
-from engram.store.keyword_frequencies import TOTALS
+from engram.background import in_background
+from engram.store.keyword_frequencies import facts_of_types
 from engram.store.spare import spare_connection, together_then_release
+from engram.types.memory import FactType
 
 log = logging.getLogger("engram.store")
 
@@ -76,12 +77,17 @@ async def analyze_if_stale(pool: asyncpg.Pool) -> bool:
             " FROM pg_stat_user_tables JOIN pg_class ON pg_class.oid = relid WHERE relid = 'memory_units'::regclass",
             BASE_THRESHOLD, SCALE_FACTOR,
         )
-        if not stale or not await conn.fetchval("SELECT pg_try_advisory_lock($1)", _LOCK_KEY):
-            return False
-        try:
-            await _refresh(pool, conn)
-        finally:
-            await conn.execute("SELECT pg_advisory_unlock($1)", _LOCK_KEY)
+        return bool(stale) and await _refresh_unless_under_way(pool, conn)
+
+
+async def _refresh_unless_under_way(pool: asyncpg.Pool, conn: asyncpg.Connection) -> bool:
+    """`_refresh` under the job's lock, or nothing (False) when another connection holds it."""
+    if not await conn.fetchval("SELECT pg_try_advisory_lock($1)", _LOCK_KEY):
+        return False
+    try:
+        await _refresh(pool, conn)
+    finally:
+        await conn.execute("SELECT pg_advisory_unlock($1)", _LOCK_KEY)
     return True
 
 
@@ -111,7 +117,6 @@ UNDERCOUNT_MIN_FACTS = 500
 UNDERCOUNT_CHECK_INTERVAL_S = 30.0
 _next_check: dict[str, float] = {}
 _facts_when_analysed: dict[str, int] = {}
-_analysing: set[asyncio.Task[Any]] = set()
 
 
 async def planned_rows(conn: asyncpg.Connection, bank_id: str) -> float:
@@ -124,19 +129,13 @@ async def analyze_if_bank_undercounted(pool: asyncpg.Pool, bank_id: str) -> bool
     """ANALYZE the recall tables (see the module's docstring) when the planner undercounts the bank;
     returns whether it ran."""
     async with pool.acquire() as conn:
-        facts = await conn.fetchval(  # the valid facts of every type, from migration 022's totals rows
-            "SELECT coalesce(sum(facts), 0) FROM keyword_frequencies WHERE bank_id = $1 AND lexeme = $2",
-            bank_id, TOTALS)
+        facts, _ = await facts_of_types(conn, bank_id, list(get_args(FactType)))
         if facts < UNDERCOUNT_MIN_FACTS or facts <= UNDERCOUNT_FACTOR * _facts_when_analysed.get(bank_id, 0):
             return False
         if facts <= UNDERCOUNT_FACTOR * await planned_rows(conn, bank_id):
             return False
-        if not await conn.fetchval("SELECT pg_try_advisory_lock($1)", _LOCK_KEY):
+        if not await _refresh_unless_under_way(pool, conn):
             return False
-        try:
-            await _refresh(pool, conn)
-        finally:
-            await conn.execute("SELECT pg_advisory_unlock($1)", _LOCK_KEY)
     _facts_when_analysed[bank_id] = facts
     log.info("bank %s: %d facts where the planner expected far fewer; tables analysed", bank_id, facts)
     return True
@@ -149,13 +148,5 @@ def analyze_soon_if_bank_undercounted(pool: asyncpg.Pool, bank_id: str) -> None:
     if _next_check.get(bank_id, 0.0) > now:
         return
     _next_check[bank_id] = now + UNDERCOUNT_CHECK_INTERVAL_S
-
-    async def run() -> None:
-        try:
-            await analyze_if_bank_undercounted(pool, bank_id)
-        except Exception:  # the statistics stay as they were; the next check retries
-            log.exception("checking the planner's statistics for bank %s failed", bank_id)
-
-    task = asyncio.get_running_loop().create_task(run(), name=f"analyze for {bank_id}")
-    _analysing.add(task)
-    task.add_done_callback(_analysing.discard)
+    in_background(lambda: analyze_if_bank_undercounted(pool, bank_id), f"analyze for {bank_id}",
+                  f"checking the planner's statistics for bank {bank_id} failed")
