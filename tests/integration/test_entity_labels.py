@@ -155,9 +155,13 @@ def test_without_an_llm_enum_labels_are_classified_by_similarity(server: Running
             "The customer was charged twice on the last invoice and wants a refund. "
             "Our office plants need more sunlight near the windows.")}]}).raise_for_status()
         items = client.get(f"/v1/default/banks/{bank_id}/memories/list").json()["items"]
+        entities = client.get(f"/v1/default/banks/{bank_id}/entities").json()["items"]
     tags = {m["text"].split()[1]: m["tags"] for m in items}
     assert tags["customer"] == ["topic:billing"]
     assert tags["office"] == [], "a fact unrelated to the vocabulary gets no label"
+    # The label is an entity too, though classified from the fact's vector: its entities are resolved
+    # only once the vectors are in (a retain with an LLM resolves them while the embedder works).
+    assert {e["canonical_name"]: e["mention_count"] for e in entities}.get("topic:billing") == 1, entities
 
 
 def test_without_an_llm_a_bulk_retain_of_new_documents_gets_every_fact_labelled(

@@ -1,6 +1,7 @@
 """`EmbeddingStream`: facts handed over while others are being embedded are all embedded, in order,
-batched by arrival (at most MAX_BATCH a run) and handed to the writer batch by batch; a failure
-reaches `finish()` and `embedded()`; `cancel()` stops it."""
+batched by arrival (at most MAX_BATCH a run; once closed, runs of half of what is left, so the last is
+short) and handed to the writer batch by batch; a failure reaches `finish()` and `embedded()`;
+`cancel()` stops it."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import asyncio
 
 import pytest
 
-from engram.retain.embedding import MAX_BATCH, EmbeddingStream
+from engram.retain.embedding import MAX_BATCH, TAIL_BATCH, EmbeddingStream
 
 
 class Recorder:
@@ -82,23 +83,39 @@ class Gate:
 async def test_the_writer_gets_each_batch_as_soon_as_it_is_embedded_at_most_max_batch_at_a_time() -> None:
     gate = Gate()
     stream = EmbeddingStream(gate)
-    stream.add(list(range(MAX_BATCH + 5)))
-    stream.close()
+    stream.add(list(range(MAX_BATCH + 3)))
     batches = stream.embedded()
     gate.allow()
     first = await asyncio.wait_for(anext(batches), 5)
     assert first == list(range(MAX_BATCH)), "the first batch is handed over before the rest is embedded"
     assert len(gate.batches) == 1
+    stream.close()
     gate.allow()
-    assert await asyncio.wait_for(anext(batches), 5) == list(range(MAX_BATCH, MAX_BATCH + 5))
+    assert await asyncio.wait_for(anext(batches), 5) == list(range(MAX_BATCH, MAX_BATCH + 3))
     with pytest.raises(StopAsyncIteration):
         await asyncio.wait_for(anext(batches), 5)
+
+
+async def test_once_closed_each_run_takes_half_of_what_is_left_so_the_last_one_is_short() -> None:
+    """The writer stores a batch while the next one embeds, so what it stores after the model is done
+    is the last batch alone: a short one."""
+    gate = Gate()
+    stream = EmbeddingStream(gate)
+    stream.add(list(range(100)))
+    stream.close()
+    for _ in range(6):
+        gate.allow()
+    await asyncio.wait_for(stream.finish(), 5)
+    assert [len(batch) for batch in gate.batches] == [MAX_BATCH, MAX_BATCH, 18, 9, 5, 4]
+    assert len(gate.batches[-1]) <= TAIL_BATCH
+    assert [fact for batch in gate.batches for fact in batch] == list(range(100))
 
 
 async def test_a_failure_is_raised_by_embedded_after_the_batches_before_it() -> None:
     gate = Gate(fail_on=MAX_BATCH)
     stream = EmbeddingStream(gate)
     stream.add(list(range(MAX_BATCH + 1)))
+    await asyncio.sleep(0)  # the first batch is taken while the stream is open: MAX_BATCH facts
     stream.close()
     gate.allow()
     gate.allow()

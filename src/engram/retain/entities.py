@@ -50,7 +50,23 @@ async def store_entities(
     conn: asyncpg.Connection, bank_id: str, mentions: list[Mention], label_keys: frozenset[str] = frozenset(),
     sole_writer: bool = False,
 ) -> None:
-    """Resolve and link every mention; `label_keys` are the bank's label group keys.
+    """Resolve and link every mention (`resolve_entities`, then `link_mentions`)."""
+    await link_mentions(conn, bank_id, await resolve_entities(conn, bank_id, mentions, label_keys, sole_writer))
+
+
+async def link_mentions(conn: asyncpg.Connection, bank_id: str, links: Links) -> None:
+    """Link the mentions' facts, stored by now, to the entities `resolve_entities` chose for them."""
+    await store.insert_mentions(conn, bank_id, [(u, e, name) for (u, e), name in links.items()])
+
+
+async def resolve_entities(
+    conn: asyncpg.Connection, bank_id: str, mentions: list[Mention], label_keys: frozenset[str] = frozenset(),
+    sole_writer: bool = False,
+) -> Links:
+    """The entity of every mention, creating the new ones, with the mentions counted (entities'
+    mention and co-occurrence counts); `label_keys` are the bank's label group keys. Reads and writes
+    entities only, so a retain can run it before its facts are stored (while the embedder works), and
+    link them afterwards (`link_mentions`).
 
     Names that resolve to an existing entity need no lock. The names that would be created (and the
     labels) are locked, then resolved again against what concurrent retains created meanwhile, unless
@@ -58,7 +74,7 @@ async def store_entities(
     now = datetime.now(UTC)
     keys = sorted({name.lower() for m in mentions for name in [*m.names, *m.labels] if name.strip()})
     if not keys:
-        return
+        return {}
     existing = await store.find_by_names(conn, bank_id, keys)
     label_ids = {key: rows_[0]["id"] for key, rows_ in _labels_only(existing).items()}
     spelling = {name.lower(): name for m in mentions for name in m.names if name.strip()}
@@ -78,7 +94,8 @@ async def store_entities(
                                           label_keys, now, similar))
     links.update(await _free_form_links(conn, bank_id, mentions, spelling, chosen, label_ids, label_keys, now))
     # One call, so co-occurrences are counted across labels and free-form entities alike.
-    await store.link_units_to_entities(conn, bank_id, [(u, e, name) for (u, e), name in links.items()])
+    await store.count_mentions(conn, bank_id, [(u, e, name) for (u, e), name in links.items()])
+    return links
 
 
 async def _resolve_free(
