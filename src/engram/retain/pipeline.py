@@ -21,7 +21,7 @@ from engram.llm.call_slots import retain_share
 from engram.retain.attachments import images_by_chunk, write_attachments
 from engram.retain.chunking import chunk_text
 from engram.retain.embedding import EmbeddingStream
-from engram.retain.entities import Mention
+from engram.retain.entities import Mention, link_mentions, resolve_entities, store_entities
 from engram.retain.facts import ExtractedFact
 from engram.retain.fresh_documents import all_fresh, record_fresh_events, write_fresh_documents
 from engram.retain.label_config import LabelGroup, groups_from_config
@@ -310,16 +310,16 @@ async def _write(
     """One transaction: the documents' own rows first, then the facts as `embedded()` hands them over
     with their vectors (new documents' facts may still be being extracted: `extraction` ends when they
     all are), then their entities and links. When every fact is extracted by the time the documents
-    are written, and its labels do not wait on its vector (`labels_need_vectors`: the offline
-    classifier), its entities are resolved before the facts are stored: the connection would
-    otherwise sit idle while the embedder works, and they were the longest step after the facts (a
-    sync retain ~4 of its ~25 ms; a 100-item bulk call ~65 of ~420). A bulk retain that removes no facts searches its
-    semantic links beside the transaction (`semantic_links.link_bulk`); one that does searches inside
-    it, where the removed facts are gone and cannot take a new fact's places. While an import holds
-    the bank it waits without a connection (`writing_to_bank`, up to `import_wait` seconds). A queued
-    retain (`claim`) writes only while its worker still holds its operation."""
-    from engram.retain.entities import link_mentions, resolve_entities, store_entities
+    are written, and no label waits on a vector (`labels_need_vectors`: the offline classifier), the
+    entities are resolved and counted before the facts are stored, while the embedder works (the
+    connection sat idle meanwhile, and they were the longest step after the facts: a sync retain ~4 of
+    its ~25 ms, a 100-item bulk call ~65 of ~420); the facts' mention rows follow the facts.
 
+    A bulk retain that removes no facts searches its semantic links beside the transaction
+    (`semantic_links.link_bulk`); one that does searches inside it, where the removed facts are gone
+    and cannot take a new fact's places. While an import holds the bank it waits without a connection
+    (`writing_to_bank`, up to `import_wait` seconds). A queued retain (`claim`) writes only while its
+    worker still holds its operation."""
     # A retain of new documents only goes beside others; one replacing a document goes alone (`_entry`).
     async with writing_to_bank(services.pool, bank_id, import_wait, alone=not all_fresh(plans), claim=claim,
                                slots=retain_slots(services.settings.retain_write_slots, _chars(plans))) as conn:
