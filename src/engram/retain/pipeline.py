@@ -21,7 +21,7 @@ from engram.llm.call_slots import retain_share
 from engram.retain.attachments import images_by_chunk, write_attachments
 from engram.retain.chunking import chunk_text
 from engram.retain.embedding import EmbeddingStream
-from engram.retain.entities import Mention, link_mentions, resolve_entities, store_entities
+from engram.retain.entities import Mention, Reading, read_entities, store_entities
 from engram.retain.facts import ExtractedFact
 from engram.retain.fresh_documents import all_fresh, record_fresh_events, write_fresh_documents
 from engram.retain.label_config import LabelGroup, groups_from_config
@@ -311,9 +311,10 @@ async def _write(
     with their vectors (new documents' facts may still be being extracted: `extraction` ends when they
     all are), then their entities and links. When every fact is extracted by the time the documents
     are written, and no label waits on a vector (`labels_need_vectors`: the offline classifier), the
-    entities are resolved and counted before the facts are stored, while the embedder works (the
-    connection sat idle meanwhile, and they were the longest step after the facts: a sync retain ~4 of
-    its ~25 ms, a 100-item bulk call ~65 of ~420); the facts' mention rows follow the facts.
+    entities' reads (`read_entities`: their names, similar names, co-occurrences) run before the facts
+    are stored, while the embedder works: the connection sat idle meanwhile, and entity resolution was
+    the longest step after the facts (a sync retain ~4 of its ~25 ms, a 100-item bulk call ~65 of
+    ~420). What locks (names, entity rows) still comes after the facts.
 
     A bulk retain that removes no facts searches its semantic links beside the transaction
     (`semantic_links.link_bulk`); one that does searches inside it, where the removed facts are gone
@@ -324,9 +325,11 @@ async def _write(
     async with writing_to_bank(services.pool, bank_id, import_wait, alone=not all_fresh(plans), claim=claim,
                                slots=retain_slots(services.settings.retain_write_slots, _chars(plans))) as conn:
         removed_facts = await _write_documents(conn, bank_id, plans, extraction, store_text)
-        resolved = None
+        reading: Reading | None = None
         if extraction.done() and not labels_need_vectors:
-            resolved = await resolve_entities(conn, bank_id, _mentions(extraction.result().pending), label_keys)
+            mentions = _mentions(extraction.result().pending)
+            reading = await read_entities(conn, bank_id, mentions, label_keys)
+            log.debug("read the entities of %d facts while they are embedded", len(mentions))
         stored = 0
         async for ready in embedded():
             await fw.insert_units(conn, bank_id, [p.row for p in ready])
@@ -342,10 +345,7 @@ async def _write(
             await fw.insert_sentence_vectors(
                 conn, bank_id, [(p.row.id, vector) for p in pending for vector in p.sentence_vectors]
             )
-            if resolved is None:
-                await store_entities(conn, bank_id, _mentions(pending), label_keys)
-            else:
-                await link_mentions(conn, bank_id, resolved)
+            await store_entities(conn, bank_id, _mentions(pending), label_keys, reading=reading)
             causal = [(p.row.id, pending[c].row.id) for p in pending for c in p.causes]
             await fw.insert_causal_links(conn, bank_id, causal)
             await fw.insert_temporal_links(conn, bank_id, ids)

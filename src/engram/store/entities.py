@@ -38,7 +38,7 @@ async def touch_entities(
 
     Their rows are locked first, in id order: two retains updating the same entities in the orders
     their joins happened to take deadlocked. Locked here, they are also held for the mention counts
-    `count_mentions` adds next."""
+    `link_units_to_entities` adds next."""
     if not ids:
         return
     await conn.execute(
@@ -63,34 +63,25 @@ async def promote_to_label(conn: asyncpg.Connection, ids: list[uuid.UUID]) -> No
         await conn.execute("UPDATE entities SET entity_kind = 'label' WHERE id = ANY($1::uuid[])", ids)
 
 
-Mentions = list[tuple[uuid.UUID, uuid.UUID, str]]  # (unit_id, entity_id, the name as written)
-
-
-async def insert_mentions(conn: asyncpg.Connection, bank_id: str, links: Mentions) -> None:
-    """The facts' mentions of entities, one per unit and entity (the facts stored by now; their counts
-    are `count_mentions`')."""
+async def link_units_to_entities(
+    conn: asyncpg.Connection, bank_id: str, links: list[tuple[uuid.UUID, uuid.UUID, str]]
+) -> None:
+    """links: (unit_id, entity_id, the name as written), one per unit and entity. Also bumps mention
+    counts and co-occurrence counts."""
     if not links:
         return
+    units = [u for u, _, _ in links]
+    ents = [e for _, e, _ in links]
     await conn.execute(
         """
         INSERT INTO unit_entities (unit_id, entity_id, bank_id, mention)
         SELECT u, e, $1, n FROM unnest($2::uuid[], $3::uuid[], $4::text[]) AS t(u, e, n) ON CONFLICT DO NOTHING
         """,
         bank_id,
-        [u for u, _, _ in links],
-        [e for _, e, _ in links],
+        units,
+        ents,
         [n for _, _, n in links],
     )
-
-
-async def count_mentions(conn: asyncpg.Connection, bank_id: str, links: Mentions) -> None:
-    """Add the mentions `links` (one per unit and entity) to their entities' mention counts and to the
-    co-occurrence counts of the entities a unit mentions together. Reads no fact, so a retain counts
-    them before its facts are stored."""
-    if not links:
-        return
-    units = [u for u, _, _ in links]
-    ents = [e for _, e, _ in links]
     await conn.execute(
         """
         UPDATE entities e SET mention_count = e.mention_count + t.n
