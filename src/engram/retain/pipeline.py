@@ -326,6 +326,7 @@ async def _write(
                                slots=retain_slots(services.settings.retain_write_slots, _chars(plans))) as conn:
         removed_facts = await _write_documents(conn, bank_id, plans, extraction, store_text)
         reading: Reading | None = None
+        mentions: list[Mention] | None = None  # the facts' entity names, once every fact is extracted
         if extraction.done() and not labels_need_vectors:
             mentions = _mentions(extraction.result().pending)
             reading = await read_entities(conn, bank_id, mentions, label_keys)
@@ -345,7 +346,8 @@ async def _write(
             await fw.insert_sentence_vectors(
                 conn, bank_id, [(p.row.id, vector) for p in pending for vector in p.sentence_vectors]
             )
-            await store_entities(conn, bank_id, _mentions(pending), label_keys, reading=reading)
+            await store_entities(conn, bank_id, mentions if mentions is not None else _mentions(pending), label_keys,
+                                 reading=reading)
             causal = [(p.row.id, pending[c].row.id) for p in pending for c in p.causes]
             await fw.insert_causal_links(conn, bank_id, causal)
             await fw.insert_temporal_links(conn, bank_id, ids)
