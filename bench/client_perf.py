@@ -74,22 +74,38 @@ def postgres_pids(pgdata: Path) -> list[int]:
     return pids
 
 
+def embedder_counters(server: Server) -> tuple[float, float]:
+    """The server's embedder CPU seconds and texts so far, from its `/metrics` (0, 0 before any run)."""
+    found = {"engram_embedder_cpu_seconds_total": 0.0, "engram_embedder_texts_total": 0.0}
+    with server.client() as http:
+        for line in http.get("/metrics").text.splitlines():
+            name, _, value = line.partition(" ")
+            if name in found:
+                found[name] = float(value)
+    return found["engram_embedder_cpu_seconds_total"], found["engram_embedder_texts_total"]
+
+
 class CpuMeter:
-    """CPU seconds the server and PostgreSQL spend inside a `with meter.phase():` block."""
+    """CPU seconds the server and PostgreSQL spend inside a `with meter.phase():` block, and the part of
+    the server's that ran its embedder (with the texts it embedded)."""
 
     def __init__(self, server: Server, pgdata: Path) -> None:
         self.server, self.pgdata = server, pgdata
-        self.server_s = self.postgres_s = 0.0
+        self.server_s = self.postgres_s = self.embedder_s = self.embedded = 0.0
 
     @contextlib.contextmanager
     def phase(self) -> Iterator[CpuMeter]:
+        embedder0, texts0 = embedder_counters(self.server)
         server0, pg0 = cpu_seconds([self.server.pid]), postgres_cpu_seconds(self.pgdata)
         yield self
         self.server_s = cpu_seconds([self.server.pid]) - server0
         self.postgres_s = postgres_cpu_seconds(self.pgdata) - pg0
+        embedder1, texts1 = embedder_counters(self.server)
+        self.embedder_s, self.embedded = embedder1 - embedder0, texts1 - texts0
 
     def per_op_ms(self, ops: int) -> str:
-        return f"server {self.server_s / ops * 1000:6.1f} ms   PostgreSQL {self.postgres_s / ops * 1000:6.1f} ms"
+        return (f"server {self.server_s / ops * 1000:6.1f} ms (embedder {self.embedder_s / ops * 1000:.1f} ms, "
+                f"{self.embedded / ops:.2f} texts)   PostgreSQL {self.postgres_s / ops * 1000:6.1f} ms")
 
 
 def stub_extraction(request: ChatRequest) -> dict[str, Any]:

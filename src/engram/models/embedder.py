@@ -10,6 +10,7 @@ both alike; E5 prefixes them differently, which is why the distinction matters."
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
@@ -19,6 +20,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from engram.errors import EmbeddingModelError
+from engram.metrics import REGISTRY
 
 DIMENSIONS = 384
 MAX_SEQUENCE_TOKENS = 256
@@ -44,6 +46,18 @@ def load_tokenizer() -> Any:
     from tokenizers import Tokenizer
 
     return Tokenizer.from_str(tokenizer_json())
+
+
+def count_run(texts: int, tokens: int | None = None, cpu_seconds: float | None = None) -> None:
+    """One run of a model in `/metrics`: its texts, its tokens when known and, when all of the run's
+    work is on the thread that made it, that thread's CPU time: an operator sees the embedder's share
+    of the CPU, and `bench/client_perf.py` what a stored fact costs it inside the server next to what
+    it costs the model alone."""
+    REGISTRY.count("engram_embedder_texts_total", texts)
+    if tokens is not None:
+        REGISTRY.count("engram_embedder_tokens_total", tokens)
+    if cpu_seconds is not None:
+        REGISTRY.count("engram_embedder_cpu_seconds_total", cpu_seconds)
 
 
 def usable_cpus() -> int:
@@ -180,6 +194,7 @@ class Embedder:
         return self._pooled(ids, mask)
 
     def _pooled(self, ids: np.ndarray, mask: np.ndarray) -> np.ndarray:
+        started = time.thread_time()
         feeds = {"input_ids": ids, "attention_mask": mask}
         if "token_type_ids" in self._input_names:
             feeds["token_type_ids"] = np.zeros_like(ids)
@@ -187,6 +202,9 @@ class Embedder:
         weights = mask[..., None].astype(np.float32)
         pooled = (hidden * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1e-9)
         norms = np.linalg.norm(pooled, axis=1, keepdims=True)
+        # The fast build runs on the calling thread alone (one intra-op thread); the packaged one
+        # also on onnxruntime's pool threads, whose CPU this thread's clock does not see.
+        count_run(len(ids), int(mask.sum()), time.thread_time() - started if self._one_at_a_time else None)
         return pooled / np.maximum(norms, 1e-12)
 
 
