@@ -21,6 +21,7 @@ import numpy as np
 
 from engram.errors import EmbeddingModelError
 from engram.metrics import REGISTRY
+from engram.models.embed_priority import embedding_in_background, lower_this_threads_priority
 
 DIMENSIONS = 384
 MAX_SEQUENCE_TOKENS = 256
@@ -153,7 +154,8 @@ class Embedder:
 
     def embed(self, texts: list[str]) -> np.ndarray:
         """(len(texts), 384) float32, rows of unit length. Texts are batched by length to limit padding
-        (the fast build runs one at a time: see `fast_model`)."""
+        (the fast build runs one at a time: see `fast_model`), on the background pool's threads inside
+        `embed_priority.background_embedding()` (the fast build's; the packaged one runs where called)."""
         if not texts:
             return np.zeros((0, DIMENSIONS), dtype=np.float32)
         if self._one_at_a_time:
@@ -161,9 +163,10 @@ class Embedder:
             # run called the tokenizer once a text, the runs queueing for its lock (the same vectors;
             # 2-3 % more texts a second on their own, no change measurable in a bulk retain).
             token_ids = self._token_ids(texts)
-            if len(texts) == 1 or self._parallel == 1:
+            background = embedding_in_background()
+            if (len(texts) == 1 or self._parallel == 1) and not background:
                 return np.concatenate([self._run_one(ids) for ids in token_ids])
-            return np.concatenate(list(_runs(self._parallel).map(self._run_one, token_ids)))
+            return np.concatenate(list(_runs(self._parallel, background).map(self._run_one, token_ids)))
         order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
         out = np.empty((len(texts), DIMENSIONS), dtype=np.float32)
         for start in range(0, len(order), BATCH_SIZE):
@@ -259,19 +262,22 @@ _instance: SentenceEmbedder | None = None
 _instance_lock = threading.Lock()
 
 
-_run_pools: dict[int, Any] = {}
+_run_pools: dict[tuple[int, bool], Any] = {}
 
 
-def _runs(threads: int) -> Any:
-    """A process-wide pool of `threads` threads for runs of the model (onnxruntime releases the GIL)."""
-    pool = _run_pools.get(threads)
+def _runs(threads: int, background: bool = False) -> Any:
+    """A process-wide pool of `threads` threads for runs of the model (onnxruntime releases the GIL);
+    `background`: the pool whose threads run at lower priority (`engram.models.embed_priority`)."""
+    pool = _run_pools.get((threads, background))
     if pool is None:
         from concurrent.futures import ThreadPoolExecutor
 
         with _instance_lock:
-            pool = _run_pools.get(threads)
+            pool = _run_pools.get((threads, background))
             if pool is None:
-                pool = _run_pools[threads] = ThreadPoolExecutor(threads, thread_name_prefix="engram-embed")
+                pool = _run_pools[(threads, background)] = ThreadPoolExecutor(
+                    threads, thread_name_prefix="engram-embed-background" if background else "engram-embed",
+                    initializer=lower_this_threads_priority if background else None)
     return pool
 
 

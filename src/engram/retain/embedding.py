@@ -18,6 +18,8 @@ import weakref
 from collections.abc import AsyncIterator, Callable
 from typing import TYPE_CHECKING, Any
 
+from engram.models.embed_priority import mark_background
+
 if TYPE_CHECKING:
     from engram.retain.pipeline import PendingUnit
 
@@ -79,8 +81,11 @@ class EmbeddingStream:
     all are; `finish()` closes it and waits for the last of them. Both raise what embedding raised;
     `cancel()` stops it (a retain that failed before its write)."""
 
-    def __init__(self, embed: Callable[[list[Any]], Any] = embed_units) -> None:
+    def __init__(self, embed: Callable[[list[Any]], Any] = embed_units, background: bool = False) -> None:
+        """`background`: embed at background priority (`engram.models.embed_priority`), as inside
+        `background_embedding()`, where the stream is made, it does anyway."""
         self._embed = embed
+        self._background = background
         self._waiting: list[Any] = []
         self._ready: list[Any] = []
         self._arrived = asyncio.Event()
@@ -96,6 +101,8 @@ class EmbeddingStream:
             self._arrived.set()
 
     async def _run(self) -> None:
+        if self._background:
+            mark_background()  # this task's own copy of the context, and the threads it starts
         try:
             while True:
                 await self._arrived.wait()

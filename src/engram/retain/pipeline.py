@@ -385,7 +385,8 @@ async def retain_items(
     groups = groups_from_config(config)
     free_form = bool(config.get("entities_allow_free_form", True))
     units: dict[str, list[PendingUnit]] = {}
-    stream = EmbeddingStream()
+    # More than one chunk is a bulk retain: its embedding gives way to requests that wait on theirs.
+    stream = EmbeddingStream(background=sum(len(plan.chunks) for plan in plans) > 1)
 
     def extracted(plan: DocumentPlan, chunk: ChunkPlan) -> None:
         units[chunk.chunk_id] = _chunk_units(plan, chunk, free_form)

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 import asyncpg
 
 from engram.llm import trace_context
+from engram.models.embed_priority import background_embedding
 from engram.store import operations as ops
 from engram.store.pool import is_unavailable
 from engram.worker.handlers import HANDLERS
@@ -137,7 +138,8 @@ class Worker:
         keeper = asyncio.create_task(self._keep_lease(op_id, lease, operation["worker_id"]))
         trace = trace_context.use(operation["bank_id"], operation["operation_type"], op_id)
         try:
-            result = await handler(self.services, operation, progress)
+            with background_embedding():  # no one waits on a queued operation's vectors as they are made
+                result = await handler(self.services, operation, progress)
         except asyncio.CancelledError:
             raise
         except Exception as exc:
