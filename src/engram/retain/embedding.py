@@ -18,7 +18,7 @@ import weakref
 from collections.abc import AsyncIterator, Callable
 from typing import TYPE_CHECKING, Any
 
-from engram.models.embed_priority import mark_background
+from engram.models.embed_priority import embedding_in_background, mark_background
 
 if TYPE_CHECKING:
     from engram.retain.pipeline import PendingUnit
@@ -42,25 +42,28 @@ def embed_units_sync(units: list[PendingUnit]) -> None:
         unit.sentence_vectors.append(vector)
 
 
-_embed_slots: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Semaphore] = weakref.WeakKeyDictionary()
+_embed_slots: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[bool, asyncio.Semaphore]] = (
+    weakref.WeakKeyDictionary())
 
 
-def _slots() -> asyncio.Semaphore:
-    """How many retains embed at once (per event loop): as many as the cores keep busy, each run of the
-    model using the embedder's threads. More would only share the cores slower. Recall's query
+def _slots(background: bool) -> asyncio.Semaphore:
+    """How many retains embed at once (per event loop and priority): as many as the cores keep busy,
+    each run of the model using the embedder's threads. More would only share the cores slower.
+    Background retains (`embed_priority`) have slots of their own: a one-item retain waiting for a
+    bulk retain's batch, made slow by its low priority, would inherit that priority. Recall's query
     embeddings do not wait here, so a bulk import does not queue them."""
     loop = asyncio.get_running_loop()
-    slots = _embed_slots.get(loop)
-    if slots is None:
+    slots = _embed_slots.setdefault(loop, {})
+    if background not in slots:
         from engram.models.embedder import default_threads, usable_cpus
 
-        slots = _embed_slots[loop] = asyncio.Semaphore(max(1, usable_cpus() // default_threads()))
-    return slots
+        slots[background] = asyncio.Semaphore(max(1, usable_cpus() // default_threads()))
+    return slots[background]
 
 
 async def embed_units(units: list[PendingUnit]) -> None:
     if units:
-        async with _slots():
+        async with _slots(embedding_in_background()):
             await asyncio.to_thread(embed_units_sync, units)
 
 
