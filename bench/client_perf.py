@@ -75,13 +75,14 @@ def postgres_pids(pgdata: Path) -> list[int]:
 
 
 def embedder_counters(server: Server) -> tuple[float, float]:
-    """The server's embedder CPU seconds and texts so far, from its `/metrics` (0, 0 before any run)."""
+    """The server's embedder CPU seconds and texts so far, at either priority, from its `/metrics`."""
     found = {"engram_embedder_cpu_seconds_total": 0.0, "engram_embedder_texts_total": 0.0}
     with server.client() as http:
         for line in http.get("/metrics").text.splitlines():
-            name, _, value = line.partition(" ")
+            series, _, value = line.rpartition(" ")
+            name = series.partition("{")[0]
             if name in found:
-                found[name] = float(value)
+                found[name] += float(value)
     return found["engram_embedder_cpu_seconds_total"], found["engram_embedder_texts_total"]
 
 
@@ -174,37 +175,47 @@ def embedder_rate(texts: list[str]) -> float:
     return len(texts) / wall
 
 
-def recall_under_ingest(client_factory: Any, bank: str, texts: list[str], queries: list[str], batch: int) -> None:
-    """Recall p50 alone, then with one client bulk-ingesting into another bank of the same server."""
-    reader = client_factory()
-    alone = []
-    for query in queries[: len(queries) // 2]:
-        started = time.perf_counter()
-        reader.recall(bank, query)
-        alone.append(time.perf_counter() - started)
-    stop = threading.Event()
+def ingest_until(writer: Any, bank: str, seed: int, batch: int, first: int, stop: threading.Event) -> None:
+    """Bulk-ingest fresh one-sentence items (`batch` a call, generated from offset `first` on) until `stop`."""
+    offset = first
+    while not stop.is_set():
+        writer.retain_batch(bank, [{"content": t} for t in facts(seed, batch, offset)])
+        offset += batch
+    writer.close()
 
-    def write() -> None:
-        writer = client_factory()
-        offset = 0
-        while not stop.is_set() and offset < len(texts):
-            writer.retain_batch(bank + "-writer", [{"content": t} for t in texts[offset : offset + batch]])
-            offset += batch
-        writer.close()
-    thread = threading.Thread(target=write)
-    thread.start()
-    time.sleep(1.0)
-    during = []
-    for query in queries[len(queries) // 2 :]:
-        started = time.perf_counter()
-        reader.recall(bank, query)
-        during.append(time.perf_counter() - started)
-    stop.set()
-    thread.join()
+
+def recall_under_ingest(client_factory: Any, bank: str, seed: int, queries: list[str], batch: int,
+                        blocks: int = 2) -> None:
+    """Recall p50 alone and while another client bulk-ingests (`batch` fresh one-sentence items a call)
+    into another bank of the same server, in alternating blocks (alone, during, alone, during, ...) so
+    that the machine's drift over the run weighs on both sides alike."""
+    reader = client_factory()
+    alone: list[float] = []
+    during: list[float] = []
+    size = len(queries) // (2 * blocks)
+
+    def timed(block: list[str], into: list[float]) -> None:
+        for query in block:
+            started = time.perf_counter()
+            reader.recall(bank, query)
+            into.append(time.perf_counter() - started)
+
+    for index in range(blocks):
+        timed(queries[2 * index * size : (2 * index + 1) * size], alone)
+        stop = threading.Event()
+        fresh = 1_000_000 * (index + 1)  # items no block wrote before
+        thread = threading.Thread(target=ingest_until,
+                                  args=(client_factory(), bank + "-writer", seed, batch, fresh, stop))
+        thread.start()
+        time.sleep(1.0)  # the ingest under way
+        timed(queries[(2 * index + 1) * size : (2 * index + 2) * size], during)
+        stop.set()
+        thread.join()
     reader.close()
-    print(f"  recall alone:                {ms(alone)}", flush=True)
+    print(f"  recall alone:                {ms(alone)}   ({blocks} blocks of {size} fresh queries)", flush=True)
     print(f"  recall during a bulk ingest: {ms(during)}   "
-          f"(p50 ratio {percentile(during, 0.5) / percentile(alone, 0.5):.2f})", flush=True)
+          f"(p50 ratio {percentile(during, 0.5) / percentile(alone, 0.5):.2f}, "
+          f"p95 ratio {percentile(during, 0.95) / percentile(alone, 0.95):.2f})", flush=True)
 
 
 def run(args: argparse.Namespace, server: Server, pgdata: Path) -> None:
@@ -249,8 +260,7 @@ def run(args: argparse.Namespace, server: Server, pgdata: Path) -> None:
             spy = f"{stem}-{size}.{ext}" if dot else f"{args.py_spy}-{size}"
         recall_phase(client, meter, bank, qs, f"{count(client, bank):,}", spy, server)
     print(f"  RSS of the server at {count(client, bank):,} memories: {rss_mb(server.pid):.0f} MB", flush=True)
-    extra = facts(args.seed, args.sizes[0], 99)
-    recall_under_ingest(client_factory, bank, extra, queries[len(args.sizes) * args.queries :], args.batch)
+    recall_under_ingest(client_factory, bank, args.seed, queries[len(args.sizes) * args.queries :], args.batch)
     client.close()
 
 

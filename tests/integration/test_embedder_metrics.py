@@ -1,5 +1,6 @@
-"""`/metrics` counts the embedder's work: the texts it embedded, their tokens and the CPU its runs took,
-so an operator (and `bench/client_perf.py`) can tell the model's share of a server's CPU."""
+"""`/metrics` counts the embedder's work by priority: the texts it embedded, their tokens and the CPU its
+runs took, so an operator (and `bench/client_perf.py`) can tell the model's share of a server's CPU and
+how much of it was work no one waited on (`engram.cpu_priority`)."""
 
 from __future__ import annotations
 
@@ -25,11 +26,11 @@ def own_server(isolated_dsn: str) -> Iterator[httpx.Client]:
         running.stop()
 
 
-def counters(client: httpx.Client) -> dict[str, float]:
+def counters(client: httpx.Client, priority: str = "normal") -> dict[str, float]:
     text = client.get("/metrics").text
     found = {}
     for name in COUNTERS:
-        match = re.search(rf"^{name} (\S+)$", text, re.MULTILINE)
+        match = re.search(rf'^{name}{{priority="{priority}"}} (\S+)$', text, re.MULTILINE)
         found[name] = float(match.group(1)) if match else 0.0
     return found
 
@@ -68,3 +69,12 @@ def test_metrics_count_every_text_embedded_its_tokens_and_the_cpu_of_the_runs(ow
     client.post(f"/v1/default/banks/{bank}/memories/recall",
                 json={"query": "Which dog did Maya adopt?"}).raise_for_status()
     assert grown(before, counters(client))["engram_embedder_texts_total"] == 0, "a repeated query is cached"
+
+    low, normal = counters(client, "low"), counters(client)
+    client.post(f"/v1/default/banks/{bank}/memories",
+                json={"items": [{"content": "Priya Zhou moved to Valparaiso."},
+                                {"content": "Rosa Reyes took up pottery."}]}).raise_for_status()
+    in_bulk = grown(low, counters(client, "low"))
+    assert in_bulk["engram_embedder_texts_total"] == 2, "a retain of several items embeds at low priority"
+    assert in_bulk["engram_embedder_cpu_seconds_total"] > 0
+    assert grown(normal, counters(client))["engram_embedder_texts_total"] == 0

@@ -6,10 +6,10 @@ together into the existing observation."""
 
 from __future__ import annotations
 
-import asyncio
 from collections import Counter
 from typing import TYPE_CHECKING
 
+from engram import cpu_priority
 from engram.consolidate import prompt
 from engram.consolidate.plan import Plan, PlannedWrite, merge_evidence
 from engram.store import observations as store
@@ -56,6 +56,6 @@ async def _reembed(writes: list[PlannedWrite]) -> None:
         return
     from engram.models.embedder import embedder
 
-    vectors = await asyncio.to_thread(embedder().embed, [w.text for w in writes])
+    vectors = await cpu_priority.to_thread(embedder().embed, [w.text for w in writes])
     for write, vector in zip(writes, vectors):
         write.vector = vector

@@ -8,7 +8,6 @@ whole operation with its reason, so it can be retried without marking every fact
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import uuid
 from collections import Counter
@@ -16,6 +15,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from engram import cpu_priority
 from engram.consolidate import prompt
 from engram.consolidate.dedup import reconcile_near_duplicates
 from engram.consolidate.plan import Plan, PlannedWrite, build_plan, merge_evidence
@@ -194,7 +194,7 @@ async def _embed(writes: list[PlannedWrite]) -> None:
 
     pending = [w for w in writes if w.vector is None]
     if pending:
-        vectors = await asyncio.to_thread(embedder().embed, [w.text for w in pending])
+        vectors = await cpu_priority.to_thread(embedder().embed, [w.text for w in pending])
         for write, vector in zip(pending, vectors):
             write.vector = vector
 

@@ -19,9 +19,9 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from engram.cpu_priority import at_low_priority, lower_this_threads_priority, on_a_low_priority_thread
 from engram.errors import EmbeddingModelError
 from engram.metrics import REGISTRY
-from engram.models.embed_priority import embedding_in_background, lower_this_threads_priority
 
 DIMENSIONS = 384
 MAX_SEQUENCE_TOKENS = 256
@@ -50,15 +50,17 @@ def load_tokenizer() -> Any:
 
 
 def count_run(texts: int, tokens: int | None = None, cpu_seconds: float | None = None) -> None:
-    """One run of a model in `/metrics`: its texts, its tokens when known and, when all of the run's
-    work is on the thread that made it, that thread's CPU time: an operator sees the embedder's share
-    of the CPU, and `bench/client_perf.py` what a stored fact costs it inside the server next to what
-    it costs the model alone."""
-    REGISTRY.count("engram_embedder_texts_total", texts)
+    """One run of a model in `/metrics`, by the priority it ran at (`engram.cpu_priority`): its texts,
+    its tokens when known and, when all of the run's work is on the thread that made it, that thread's
+    CPU time. An operator sees the embedder's share of the CPU and how much of it was work no one
+    waited on; `bench/client_perf.py` what a stored fact costs it inside the server next to what it
+    costs the model alone."""
+    priority = "low" if on_a_low_priority_thread() else "normal"
+    REGISTRY.count("engram_embedder_texts_total", texts, priority=priority)
     if tokens is not None:
-        REGISTRY.count("engram_embedder_tokens_total", tokens)
+        REGISTRY.count("engram_embedder_tokens_total", tokens, priority=priority)
     if cpu_seconds is not None:
-        REGISTRY.count("engram_embedder_cpu_seconds_total", cpu_seconds)
+        REGISTRY.count("engram_embedder_cpu_seconds_total", cpu_seconds, priority=priority)
 
 
 def usable_cpus() -> int:
@@ -154,8 +156,8 @@ class Embedder:
 
     def embed(self, texts: list[str]) -> np.ndarray:
         """(len(texts), 384) float32, rows of unit length. Texts are batched by length to limit padding
-        (the fast build runs one at a time: see `fast_model`), on the background pool's threads inside
-        `embed_priority.background_embedding()` (the fast build's; the packaged one runs where called)."""
+        (the fast build runs one at a time: see `fast_model`), on the low-priority pool's threads inside
+        `cpu_priority.low_priority()` (the fast build's; the packaged one runs where called)."""
         if not texts:
             return np.zeros((0, DIMENSIONS), dtype=np.float32)
         if self._one_at_a_time:
@@ -163,10 +165,10 @@ class Embedder:
             # run called the tokenizer once a text, the runs queueing for its lock (the same vectors;
             # 2-3 % more texts a second on their own, no change measurable in a bulk retain).
             token_ids = self._token_ids(texts)
-            background = embedding_in_background()
-            if (len(texts) == 1 or self._parallel == 1) and not background:
+            low = at_low_priority()
+            if (len(texts) == 1 or self._parallel == 1) and not low:
                 return np.concatenate([self._run_one(ids) for ids in token_ids])
-            return np.concatenate(list(_runs(self._parallel, background).map(self._run_one, token_ids)))
+            return np.concatenate(list(_runs(self._parallel, low).map(self._run_one, token_ids)))
         order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
         out = np.empty((len(texts), DIMENSIONS), dtype=np.float32)
         for start in range(0, len(order), BATCH_SIZE):
@@ -265,19 +267,19 @@ _instance_lock = threading.Lock()
 _run_pools: dict[tuple[int, bool], Any] = {}
 
 
-def _runs(threads: int, background: bool = False) -> Any:
+def _runs(threads: int, low_priority: bool = False) -> Any:
     """A process-wide pool of `threads` threads for runs of the model (onnxruntime releases the GIL);
-    `background`: the pool whose threads run at lower priority (`engram.models.embed_priority`)."""
-    pool = _run_pools.get((threads, background))
+    `low_priority`: the pool whose threads run at low priority (`engram.cpu_priority`)."""
+    pool = _run_pools.get((threads, low_priority))
     if pool is None:
         from concurrent.futures import ThreadPoolExecutor
 
         with _instance_lock:
-            pool = _run_pools.get((threads, background))
+            pool = _run_pools.get((threads, low_priority))
             if pool is None:
-                pool = _run_pools[(threads, background)] = ThreadPoolExecutor(
-                    threads, thread_name_prefix="engram-embed-background" if background else "engram-embed",
-                    initializer=lower_this_threads_priority if background else None)
+                pool = _run_pools[(threads, low_priority)] = ThreadPoolExecutor(
+                    threads, thread_name_prefix="engram-embed-low-priority" if low_priority else "engram-embed",
+                    initializer=lower_this_threads_priority if low_priority else None)
     return pool
 
 

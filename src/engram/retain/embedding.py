@@ -18,7 +18,7 @@ import weakref
 from collections.abc import AsyncIterator, Callable
 from typing import TYPE_CHECKING, Any
 
-from engram.models.embed_priority import embedding_in_background, mark_background
+from engram import cpu_priority
 
 if TYPE_CHECKING:
     from engram.retain.pipeline import PendingUnit
@@ -46,25 +46,25 @@ _embed_slots: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[bool, as
     weakref.WeakKeyDictionary())
 
 
-def _slots(background: bool) -> asyncio.Semaphore:
+def _slots(low_priority: bool) -> asyncio.Semaphore:
     """How many retains embed at once (per event loop and priority): as many as the cores keep busy,
     each run of the model using the embedder's threads. More would only share the cores slower.
-    Background retains (`embed_priority`) have slots of their own: a one-item retain waiting for a
-    bulk retain's batch, made slow by its low priority, would inherit that priority. Recall's query
+    Low-priority retains (`engram.cpu_priority`) have slots of their own: a one-item retain waiting
+    for a bulk retain's batch, made slow by its low priority, would inherit that priority. Recall's query
     embeddings do not wait here, so a bulk import does not queue them."""
     loop = asyncio.get_running_loop()
     slots = _embed_slots.setdefault(loop, {})
-    if background not in slots:
+    if low_priority not in slots:
         from engram.models.embedder import default_threads, usable_cpus
 
-        slots[background] = asyncio.Semaphore(max(1, usable_cpus() // default_threads()))
-    return slots[background]
+        slots[low_priority] = asyncio.Semaphore(max(1, usable_cpus() // default_threads()))
+    return slots[low_priority]
 
 
 async def embed_units(units: list[PendingUnit]) -> None:
     if units:
-        async with _slots(embedding_in_background()):
-            await asyncio.to_thread(embed_units_sync, units)
+        async with _slots(cpu_priority.at_low_priority()):
+            await cpu_priority.to_thread(embed_units_sync, units)
 
 
 # The most facts one run of the model takes from a stream: enough to keep its threads busy, few
@@ -82,13 +82,11 @@ class EmbeddingStream:
     being what was added while the previous one ran (at most MAX_BATCH). `close()` says no more will
     come. `embedded()` hands each batch over once its vectors are in, until the stream is closed and
     all are; `finish()` closes it and waits for the last of them. Both raise what embedding raised;
-    `cancel()` stops it (a retain that failed before its write)."""
+    `cancel()` stops it (a retain that failed before its write). Made inside `cpu_priority.low_priority()`,
+    it embeds at low priority (its task carries the flag)."""
 
-    def __init__(self, embed: Callable[[list[Any]], Any] = embed_units, background: bool = False) -> None:
-        """`background`: embed at background priority (`engram.models.embed_priority`), as inside
-        `background_embedding()`, where the stream is made, it does anyway."""
+    def __init__(self, embed: Callable[[list[Any]], Any] = embed_units) -> None:
         self._embed = embed
-        self._background = background
         self._waiting: list[Any] = []
         self._ready: list[Any] = []
         self._arrived = asyncio.Event()
@@ -104,8 +102,6 @@ class EmbeddingStream:
             self._arrived.set()
 
     async def _run(self) -> None:
-        if self._background:
-            mark_background()  # this task's own copy of the context, and the threads it starts
         try:
             while True:
                 await self._arrived.wait()

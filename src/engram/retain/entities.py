@@ -15,13 +15,13 @@ creates meanwhile may commit just after either search)."""
 
 from __future__ import annotations
 
-import asyncio
 import uuid
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 import asyncpg
 
+from engram import cpu_priority
 from engram.retain import entity_scoring as scoring
 from engram.store import entities as store
 from engram.store.writer_locks import lock_names
@@ -177,7 +177,7 @@ async def _free_form_links(
             types.setdefault(name.lower(), kind)
     new_keys = [key for key in spelling if key not in chosen]
     fuzzy = [spelling[key] for key in new_keys if not label_shaped(key, label_keys)]
-    merged = {key: spelling[key] for key in new_keys} | await asyncio.to_thread(scoring.merge_batch_names, fuzzy)
+    merged = {key: spelling[key] for key in new_keys} | await cpu_priority.to_thread(scoring.merge_batch_names, fuzzy)
     heads = list(dict.fromkeys(merged.values()))
     head_type = {}
     for key, head in merged.items():

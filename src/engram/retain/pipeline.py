@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from engram import cpu_priority
 from engram.errors import DocumentChanged
 from engram.llm.base import TokenUsage
 from engram.llm.call_slots import retain_share
@@ -161,7 +162,7 @@ async def _extract(services: Services, plans: list[DocumentPlan], config: dict[s
             else:
                 from engram.retain.offline import extract_offline
 
-                chunk.facts = await asyncio.to_thread(extract_offline, chunk.text, said_at=item.said_at)
+                chunk.facts = await cpu_priority.to_thread(extract_offline, chunk.text, said_at=item.said_at)
         extracted(plan, chunk)
         done += 1
         if progress:
@@ -385,8 +386,9 @@ async def retain_items(
     groups = groups_from_config(config)
     free_form = bool(config.get("entities_allow_free_form", True))
     units: dict[str, list[PendingUnit]] = {}
-    # More than one chunk is a bulk retain: its embedding gives way to requests that wait on theirs.
-    stream = EmbeddingStream(background=sum(len(plan.chunks) for plan in plans) > 1)
+    # More than one chunk is a bulk retain: its CPU work (extraction offline, the model, the names'
+    # scoring) gives way to requests someone waits on (`engram.cpu_priority`).
+    low = sum(len(plan.chunks) for plan in plans) > 1
 
     def extracted(plan: DocumentPlan, chunk: ChunkPlan) -> None:
         units[chunk.chunk_id] = _chunk_units(plan, chunk, free_form)
@@ -402,7 +404,9 @@ async def retain_items(
             await progress("embedding", 0, len(pending))
         return Extracted(pending, usage)
 
-    extraction = asyncio.ensure_future(extract())
+    with cpu_priority.low_priority(low):  # the stream's task and the extraction's carry the flag
+        stream = EmbeddingStream()
+        extraction = asyncio.ensure_future(extract())
     try:
         if services.llm is not None or not all_fresh(plans):
             # The transaction opens once every fact is extracted: never across LLM calls, nor while
@@ -419,7 +423,7 @@ async def retain_items(
             if labels_need_vectors:  # one classification for all (it embeds the labels' values)
                 pending = (await extraction).pending  # every chunk added: the stream may end now
                 await stream.finish()
-                await asyncio.to_thread(_label_offline, groups, pending)
+                await cpu_priority.to_thread(_label_offline, groups, pending)
                 yield pending
             else:
                 async for ready in stream.embedded():
@@ -427,8 +431,10 @@ async def retain_items(
             if progress:
                 await progress("writing", 0, len((await extraction).pending))
 
-        await _write(services, bank_id, plans, extraction, bool(config.get("store_document_text", True)), embedded,
-                     frozenset(group.key.lower() for group in groups), import_wait, claim, labels_need_vectors)
+        with cpu_priority.low_priority(low):
+            await _write(services, bank_id, plans, extraction, bool(config.get("store_document_text", True)),
+                         embedded, frozenset(group.key.lower() for group in groups), import_wait, claim,
+                         labels_need_vectors)
         extracted_facts = extraction.result()  # the write awaited it
         pending, usage = extracted_facts.pending, extracted_facts.usage
     finally:

@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING, Any
 
 import asyncpg
 
+from engram.cpu_priority import low_priority
 from engram.llm import trace_context
-from engram.models.embed_priority import background_embedding
 from engram.store import operations as ops
 from engram.store.pool import is_unavailable
 from engram.worker.handlers import HANDLERS
@@ -138,7 +138,7 @@ class Worker:
         keeper = asyncio.create_task(self._keep_lease(op_id, lease, operation["worker_id"]))
         trace = trace_context.use(operation["bank_id"], operation["operation_type"], op_id)
         try:
-            with background_embedding():  # no one waits on a queued operation's vectors as they are made
+            with low_priority():  # no one waits on a queued operation's CPU work as it happens
                 result = await handler(self.services, operation, progress)
         except asyncio.CancelledError:
             raise

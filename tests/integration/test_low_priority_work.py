@@ -1,6 +1,6 @@
-"""Embeddings no one waits on as they happen (a retain of several chunks, a queued operation) run on
+"""CPU work no one waits on as it happens (a retain of several chunks, a queued operation) runs on
 threads of lower priority, so a recall or a one-item retain arriving meanwhile gets the cores first;
-a one-item retain and a recall's query embed at the process's own priority."""
+a one-item retain and a recall run at the process's own priority."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from engram.models.embed_priority import BACKGROUND_NICE
+from engram.cpu_priority import LOW_PRIORITY_NICE
 from tests.conftest import RunningServer, start_server
 
 pytestmark = pytest.mark.skipif(not os.path.isdir("/proc/self/task"), reason="threads' nice values are read from /proc")
@@ -40,9 +40,9 @@ def nice_values(pid: int) -> list[int]:
     return values
 
 
-def background_threads(server: RunningServer) -> int:
+def lowered_threads(server: RunningServer) -> int:
     base = os.getpriority(os.PRIO_PROCESS, server.process.pid)
-    return sum(value >= min(19, base + BACKGROUND_NICE) for value in nice_values(server.process.pid))
+    return sum(value >= min(19, base + LOW_PRIORITY_NICE) for value in nice_values(server.process.pid))
 
 
 def new_bank(client: httpx.Client, bank: str) -> None:
@@ -57,19 +57,19 @@ def retain(client: httpx.Client, bank: str, items: list[str], asynchronous: bool
     response.raise_for_status()
 
 
-def test_one_item_and_a_recall_embed_at_the_process_priority_several_items_below_it(own_server: RunningServer) -> None:
+def test_one_item_and_a_recall_work_at_the_process_priority_several_items_below_it(own_server: RunningServer) -> None:
     bank = "priority"
     with own_server.client() as client:
         new_bank(client, bank)
         retain(client, bank, ["Maya adopted a beagle named Otis. Tomas Berg repaired the lighthouse."])
         client.post(f"/v1/default/banks/{bank}/memories/recall", json={"query": "Who has a beagle?"}).raise_for_status()
-        assert background_threads(own_server) == 0, "a one-item retain and a recall are waited on"
+        assert lowered_threads(own_server) == 0, "a one-item retain and a recall are waited on"
 
         retain(client, bank, ["Priya Zhou moved to Valparaiso.", "Rosa Reyes took up pottery."])
-        assert background_threads(own_server) >= 1, "a retain of several items embeds at background priority"
+        assert lowered_threads(own_server) >= 1, "a retain of several items works at low priority"
 
 
-def test_a_queued_retain_embeds_at_background_priority(own_server: RunningServer) -> None:
+def test_a_queued_retain_works_at_low_priority(own_server: RunningServer) -> None:
     bank = "priority-async"
     with own_server.client() as client:
         new_bank(client, bank)
@@ -79,4 +79,4 @@ def test_a_queued_retain_embeds_at_background_priority(own_server: RunningServer
         while client.get(f"/v1/default/banks/{bank}/memories/list").json()["total"] < 2:
             assert time.monotonic() < deadline, "the queued retain did not finish"
             time.sleep(0.1)
-        assert background_threads(own_server) >= 1, "the worker's operations embed at background priority"
+        assert lowered_threads(own_server) >= 1, "the worker's operations work at low priority"
