@@ -404,47 +404,46 @@ async def retain_items(
             await progress("embedding", 0, len(pending))
         return Extracted(pending, usage)
 
-    with cpu_priority.low_priority(low):  # the stream's task and the extraction's carry the flag
+    with cpu_priority.low_priority(low):  # the tasks and threads of the retain carry the flag
         stream = EmbeddingStream()
         extraction = asyncio.ensure_future(extract())
-    try:
-        if services.llm is not None or not all_fresh(plans):
-            # The transaction opens once every fact is extracted: never across LLM calls, nor while
-            # documents it replaces wait on their new facts. An offline retain of new documents opens it
-            # at once, so PostgreSQL stores the first facts while the rest are extracted and embedded
-            # (at 100,000 facts it sat idle for the extraction, ~0.4 s of a 500-item call's 2.6 s).
-            await extraction
-        else:
-            log.debug("writing %d new documents while their facts are extracted", len(plans))
-
-        labels_need_vectors = bool(groups) and services.llm is None
-
-        async def embedded() -> AsyncIterator[list[PendingUnit]]:
-            if labels_need_vectors:  # one classification for all (it embeds the labels' values)
-                pending = (await extraction).pending  # every chunk added: the stream may end now
-                await stream.finish()
-                await cpu_priority.to_thread(_label_offline, groups, pending)
-                yield pending
+        try:
+            if services.llm is not None or not all_fresh(plans):
+                # The transaction opens once every fact is extracted: never across LLM calls, nor while
+                # documents it replaces wait on their new facts. An offline retain of new documents opens it
+                # at once, so PostgreSQL stores the first facts while the rest are extracted and embedded
+                # (at 100,000 facts it sat idle for the extraction, ~0.4 s of a 500-item call's 2.6 s).
+                await extraction
             else:
-                async for ready in stream.embedded():
-                    yield ready
-            if progress:
-                await progress("writing", 0, len((await extraction).pending))
+                log.debug("writing %d new documents while their facts are extracted", len(plans))
 
-        with cpu_priority.low_priority(low):
+            labels_need_vectors = bool(groups) and services.llm is None
+
+            async def embedded() -> AsyncIterator[list[PendingUnit]]:
+                if labels_need_vectors:  # one classification for all (it embeds the labels' values)
+                    pending = (await extraction).pending  # every chunk added: the stream may end now
+                    await stream.finish()
+                    await cpu_priority.to_thread(_label_offline, groups, pending)
+                    yield pending
+                else:
+                    async for ready in stream.embedded():
+                        yield ready
+                if progress:
+                    await progress("writing", 0, len((await extraction).pending))
+
             await _write(services, bank_id, plans, extraction, bool(config.get("store_document_text", True)),
                          embedded, frozenset(group.key.lower() for group in groups), import_wait, claim,
                          labels_need_vectors)
-        extracted_facts = extraction.result()  # the write awaited it
-        pending, usage = extracted_facts.pending, extracted_facts.usage
-    finally:
-        if not extraction.done():  # the write failed first
-            extraction.cancel()
-            with contextlib.suppress(BaseException):
-                await extraction
-        elif not extraction.cancelled():
-            extraction.exception()  # marked retrieved: when the write failed first, its error is the one raised
-        await stream.cancel()
+            extracted_facts = extraction.result()  # the write awaited it
+            pending, usage = extracted_facts.pending, extracted_facts.usage
+        finally:
+            if not extraction.done():  # the write failed first
+                extraction.cancel()
+                with contextlib.suppress(BaseException):
+                    await extraction
+            elif not extraction.cancelled():
+                extraction.exception()  # marked retrieved: when the write failed first, its error is the one raised
+            await stream.cancel()
     log.info("retained %d items into %s: %d facts", len(items), bank_id, len(pending))
     if len(pending) >= BULK_RETAIN_FACTS:
         await analyze_if_stale(services.pool)
