@@ -71,6 +71,34 @@ def disk_sizes(dsn: str) -> dict[str, int]:
         return pool.submit(asyncio.run, read()).result()
 
 
+def wal_counters(dsn: str) -> dict[str, float]:
+    """PostgreSQL's write-ahead log so far: bytes, full-page images, and checkpoints (timed, requested:
+    a checkpoint requested by the log's size shows `max_wal_size` too small for the ingest). Read on a
+    thread of its own, as `disk_sizes`."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    import asyncpg
+
+    async def read() -> dict[str, float]:
+        conn = await asyncpg.connect(dsn)
+        try:
+            row = await conn.fetchrow(
+                "SELECT w.wal_bytes, w.wal_fpi, c.num_timed, c.num_requested"
+                " FROM pg_stat_wal w, pg_stat_checkpointer c")
+            return {key: float(value) for key, value in row.items()}
+        finally:
+            await conn.close()
+
+    with ThreadPoolExecutor(1) as pool:
+        return pool.submit(asyncio.run, read()).result()
+
+
+def wal_figures(before: dict[str, float], after: dict[str, float], items: int) -> str:
+    delta = {key: after[key] - before[key] for key in after}
+    return (f"{delta['wal_bytes'] / items / 1024:.1f} kB a memory ({delta['wal_fpi'] / items:.1f} full-page images),"
+            f" checkpoints {delta['num_timed']:.0f} timed / {delta['num_requested']:.0f} requested")
+
+
 def recall_figures(client: Any, bank: str, queries: list[str], meter: CpuMeter) -> str:
     client.recall(bank, "warm-up question about someone")
     latencies = []
@@ -94,6 +122,7 @@ def run(args: argparse.Namespace, server: Any, pgdata: Path, dsn: str) -> None:
     held = 0
     first_rate = None
     for n, size in enumerate(args.sizes):
+        wal_before = wal_counters(dsn)
         started = time.perf_counter()
         with meter.phase():
             # Generated a stretch at a time: 100,000 sentences are cheap, but no need to hold them all.
@@ -108,6 +137,7 @@ def run(args: argparse.Namespace, server: Any, pgdata: Path, dsn: str) -> None:
         print(f"{size:,} memories ({count(client, bank):,} stored):", flush=True)
         print(f"  ingest of the last {added:,}: {rate:6.1f} items/s ({rate / first_rate:.0%} of the first stretch)"
               f"   CPU per item: {meter.per_op_ms(added)}", flush=True)
+        print(f"  write-ahead log: {wal_figures(wal_before, wal_counters(dsn), added)}", flush=True)
         time.sleep(args.settle)  # let autovacuum analyse the new rows, as a live server would have
         qs = queries[n * args.queries : (n + 1) * args.queries]
         print(f"  recall ({len(qs)} fresh queries, client defaults): {recall_figures(client, bank, qs, meter)}",

@@ -12,8 +12,11 @@ import asyncpg
 
 from engram import Memory
 from engram.settings import Settings
+from engram.store.keyword_frequencies import facts_of_types
 from engram.store.pool import open_store
 from engram.store.statistics import ANALYZED_TABLES, analyze_if_stale
+
+TYPES = ["world", "experience", "observation"]
 
 
 async def settings_on_each_pooled_use(dsn: str, names: tuple[str, ...], uses: int = 3) -> list[dict[str, str]]:
@@ -99,6 +102,32 @@ async def test_a_bulk_retain_leaves_fresh_statistics_and_a_small_one_does_not_re
         memory.retain_batch("stats", [{"content": f"Note {n} is about peppers in pot {n}."} for n in range(55)])
         assert await last_analyze(isolated_dsn) == analysed, "a bulk retain below 50 + 10 % does not reanalyse"
     finally:
+        memory.close()
+
+
+async def test_a_bulk_retain_compacts_the_per_word_counts_it_finds_piled_up_and_vacuums_them(isolated_dsn: str) -> None:
+    # Every write appends delta rows to keyword_frequencies; left to recall, a bulk ingest's pile was
+    # compacted by the first recall and its deleted rows read by every recall until autovacuum came.
+    memory = Memory(database_url=isolated_dsn)
+    conn = await asyncpg.connect(isolated_dsn)
+    try:
+        memory.retain("words", "Lena potted the first basil seedlings.")
+        for table in ("memory_units", "keyword_frequencies"):  # only the job analyses and vacuums them
+            await conn.execute(f"ALTER TABLE {table} SET (autovacuum_enabled = off)")
+        for n in range(40):
+            memory.retain("words", f"Lena potted {n} more basil seedlings.")
+        facts, rows = await facts_of_types(conn, "words", TYPES)
+        assert (facts, rows) == (41, 41), "one totals row a retain: 41 rows to sum"
+        memory.retain_batch("words", [{"content": f"Lena watered tray {n} of basil."} for n in range(60)])
+        assert await facts_of_types(conn, "words", TYPES) == (101, 1), "compacted to one row, the count kept"
+        kept = await conn.fetch("SELECT lexeme, facts FROM keyword_frequencies WHERE bank_id = 'words' ORDER BY 1")
+        true = await conn.fetch("SELECT w.lexeme, count(*) AS facts FROM memory_units m, unnest(m.search) w"
+                                " WHERE bank_id = 'words' GROUP BY 1 UNION ALL SELECT '', count(*)"
+                                " FROM memory_units WHERE bank_id = 'words' ORDER BY 1")
+        assert [tuple(r) for r in kept] == [tuple(r) for r in true], "one row a word, each its exact count"
+        assert await all_visible_share(isolated_dsn, "keyword_frequencies") == 1.0, "the deleted rows vacuumed"
+    finally:
+        await conn.close()
         memory.close()
 
 

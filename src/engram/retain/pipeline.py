@@ -446,7 +446,7 @@ async def retain_items(
             await stream.cancel()
     log.info("retained %d items into %s: %d facts", len(items), bank_id, len(pending))
     if len(pending) >= BULK_RETAIN_FACTS:
-        await analyze_if_stale(services.pool)
+        await analyze_if_stale(services.pool, bank_id)
     else:
         analyze_soon_if_bank_undercounted(services.pool, bank_id)
     from engram.consolidate.trigger import after_memory_change

@@ -79,7 +79,13 @@ async def facts_of_types(
 async def compact(pool: asyncpg.Pool, bank_id: str) -> int:
     """Replace the bank's delta rows by one row per (fact type, word); returns the rows written (-1 when
     another connection is compacting the bank)."""
-    async with pool.acquire() as conn, conn.transaction():
+    async with pool.acquire() as conn:
+        return await compact_on(conn, bank_id)
+
+
+async def compact_on(conn: asyncpg.Connection, bank_id: str) -> int:
+    """`compact` on `conn`, in a transaction of its own (`conn` must not be in one)."""
+    async with conn.transaction():
         if not await conn.fetchval(
             "SELECT pg_try_advisory_xact_lock(hashtextextended('keyword_frequencies ' || $1, 0))", bank_id
         ):
