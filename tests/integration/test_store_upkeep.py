@@ -1,14 +1,17 @@
 """What the store does for recall's query plans: every pooled connection keeps the vector search
-settings and compiles nothing with JIT, and a bulk retain leaves fresh planner statistics behind."""
+settings and compiles nothing with JIT, and a bulk retain leaves fresh planner statistics and
+compacted per-word counts behind."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import re
 import uuid
 
 import asyncpg
+import pytest
 
 from engram import Memory
 from engram.settings import Settings
@@ -126,6 +129,33 @@ async def test_a_bulk_retain_compacts_the_per_word_counts_it_finds_piled_up_and_
                                 " FROM memory_units WHERE bank_id = 'words' ORDER BY 1")
         assert [tuple(r) for r in kept] == [tuple(r) for r in true], "one row a word, each its exact count"
         assert await all_visible_share(isolated_dsn, "keyword_frequencies") == 1.0, "the deleted rows vacuumed"
+    finally:
+        await conn.close()
+        memory.close()
+
+
+async def test_a_failed_compaction_leaves_the_bulk_retain_acknowledged_and_its_counts_exact(
+    isolated_dsn: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    memory = Memory(database_url=isolated_dsn)
+    conn = await asyncpg.connect(isolated_dsn)
+    try:
+        memory.retain("refused", "Omar tuned the first cello.")
+        await conn.execute("ALTER TABLE memory_units SET (autovacuum_enabled = off)")
+        await conn.execute(
+            "CREATE FUNCTION refuse_deletes() RETURNS trigger LANGUAGE plpgsql AS"
+            " $$ BEGIN RAISE EXCEPTION 'deletes refused for the test'; END $$;"
+            " CREATE TRIGGER refuse_deletes BEFORE DELETE ON keyword_frequencies"
+            " FOR EACH STATEMENT EXECUTE FUNCTION refuse_deletes()")
+        for n in range(40):
+            memory.retain("refused", f"Omar tuned cello number {n}.")
+        _, piled = await facts_of_types(conn, "refused", TYPES)
+        with caplog.at_level(logging.WARNING, logger="engram.store"):
+            memory.retain_batch("refused", [{"content": f"Omar restrung viola {n}."} for n in range(60)])
+        assert "compacting the keyword frequencies of bank refused failed" in caplog.text
+        assert await last_analyze(isolated_dsn) is not None, "the job went on to analyse"
+        facts, rows = await facts_of_types(conn, "refused", TYPES)
+        assert facts == 101 and rows > piled, "every fact counted, no row taken away"
     finally:
         await conn.close()
         memory.close()

@@ -103,10 +103,14 @@ async def _refresh_unless_under_way(pool: asyncpg.Pool, conn: asyncpg.Connection
 
 async def compact_if_piled_up(conn: asyncpg.Connection, bank_id: str) -> None:
     """Compact the bank's per-word counts when its totals take more than COMPACT_AFTER_ROWS rows to sum
-    (the rule a recall follows)."""
+    (the rule a recall follows). A failure is logged, not raised: the retain that runs the job is
+    committed, and uncompacted counts are still exact (the next recall or job compacts them)."""
     _, rows = await facts_of_types(conn, bank_id, list(get_args(FactType)))
     if rows > COMPACT_AFTER_ROWS:
-        await compact_on(conn, bank_id)
+        try:
+            await compact_on(conn, bank_id)
+        except asyncpg.PostgresError as exc:
+            log.warning("compacting the keyword frequencies of bank %s failed: %s", bank_id, exc)
 
 
 async def _refresh(pool: asyncpg.Pool, conn: asyncpg.Connection) -> None:
