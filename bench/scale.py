@@ -17,8 +17,9 @@ import shutil
 import sys
 import tempfile
 import time
+from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -30,6 +31,7 @@ from synthetic import facts, questions  # noqa: E402
 
 from engram.store.embedded import EmbeddedPostgres  # noqa: E402
 
+T = TypeVar("T")
 TABLES = ["memory_units", "memory_unit_sentences", "memory_links", "unit_entities", "entities",
           "entity_cooccurrences", "chunks", "documents"]
 
@@ -50,47 +52,46 @@ def memory_mb(pids: list[int], field: str) -> float:
     return total / 1024
 
 
-def disk_sizes(dsn: str) -> dict[str, int]:
-    """Bytes of the database and of each table with its indexes and TOAST. Read on a thread of its own:
-    asyncio.run here would close the event loop hindsight-client keeps for this thread."""
+def read_database(dsn: str, read: Callable[[Any], Awaitable[T]]) -> T:
+    """`read(connection)` on a connection to `dsn`, run on a thread of its own: asyncio.run here would
+    close the event loop hindsight-client keeps for this thread."""
     from concurrent.futures import ThreadPoolExecutor
 
     import asyncpg
 
-    async def read() -> dict[str, int]:
+    async def connected() -> T:
         conn = await asyncpg.connect(dsn)
         try:
-            sizes = {"database": await conn.fetchval("SELECT pg_database_size(current_database())")}
-            for table in TABLES:
-                sizes[table] = await conn.fetchval("SELECT pg_total_relation_size($1::regclass)", table)
-            return sizes
+            return await read(conn)
         finally:
             await conn.close()
 
     with ThreadPoolExecutor(1) as pool:
-        return pool.submit(asyncio.run, read()).result()
+        return pool.submit(asyncio.run, connected()).result()
+
+
+def disk_sizes(dsn: str) -> dict[str, int]:
+    """Bytes of the database and of each table with its indexes and TOAST."""
+
+    async def read(conn: Any) -> dict[str, int]:
+        sizes = {"database": await conn.fetchval("SELECT pg_database_size(current_database())")}
+        for table in TABLES:
+            sizes[table] = await conn.fetchval("SELECT pg_total_relation_size($1::regclass)", table)
+        return sizes
+
+    return read_database(dsn, read)
 
 
 def wal_counters(dsn: str) -> dict[str, float]:
     """PostgreSQL's write-ahead log so far: bytes, full-page images, and checkpoints (timed, requested:
-    a checkpoint requested by the log's size shows `max_wal_size` too small for the ingest). Read on a
-    thread of its own, as `disk_sizes`."""
-    from concurrent.futures import ThreadPoolExecutor
+    a checkpoint requested by the log's size shows `max_wal_size` too small for the ingest)."""
 
-    import asyncpg
+    async def read(conn: Any) -> dict[str, float]:
+        row = await conn.fetchrow("SELECT w.wal_bytes, w.wal_fpi, c.num_timed, c.num_requested"
+                                  " FROM pg_stat_wal w, pg_stat_checkpointer c")
+        return {key: float(value) for key, value in row.items()}
 
-    async def read() -> dict[str, float]:
-        conn = await asyncpg.connect(dsn)
-        try:
-            row = await conn.fetchrow(
-                "SELECT w.wal_bytes, w.wal_fpi, c.num_timed, c.num_requested"
-                " FROM pg_stat_wal w, pg_stat_checkpointer c")
-            return {key: float(value) for key, value in row.items()}
-        finally:
-            await conn.close()
-
-    with ThreadPoolExecutor(1) as pool:
-        return pool.submit(asyncio.run, read()).result()
+    return read_database(dsn, read)
 
 
 def wal_figures(before: dict[str, float], after: dict[str, float], items: int) -> str:
