@@ -9,11 +9,16 @@ concurrent writers (who only ever insert) never wait on.
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
+from typing import get_args
 
 import asyncpg
 
 from engram.background import in_background, running
+from engram.types.memory import FactType
+
+log = logging.getLogger("engram.store")
 
 # A recall that summed more delta rows than this for its scope's totals compacts the bank.
 COMPACT_AFTER_ROWS = 32
@@ -101,6 +106,19 @@ async def compact_on(conn: asyncpg.Connection, bank_id: str) -> int:
             bank_id,
         )
     return int(status.split()[-1])
+
+
+async def compact_if_piled_up(conn: asyncpg.Connection, bank_id: str) -> None:
+    """Compact the bank's counts on `conn` when its totals take more than COMPACT_AFTER_ROWS rows to sum
+    (the rule a recall follows), for a caller that has just written many facts. A failure is logged,
+    not raised: the caller's write is committed, and uncompacted counts are still exact (the next
+    recall or bulk retain compacts them)."""
+    _, rows = await facts_of_types(conn, bank_id, list(get_args(FactType)))
+    if rows > COMPACT_AFTER_ROWS:
+        try:
+            await compact_on(conn, bank_id)
+        except asyncpg.PostgresError as exc:
+            log.warning("compacting the keyword frequencies of bank %s failed: %s", bank_id, exc)
 
 
 def compact_soon(pool: asyncpg.Pool, bank_id: str) -> None:

@@ -14,7 +14,7 @@ planned as an empty table; unvacuumed: every posting fetched from the table), an
 fetched a table row for each entity of every fact it reached. It reads only the pages written since
 the last one.
 
-It also compacts the retained bank's per-word counts (`keyword_frequencies.compact_on`) and vacuums
+It also compacts the retained bank's per-word counts (`keyword_frequencies.compact_if_piled_up`) and vacuums
 them. Every write statement appends delta rows, which a bulk ingest piles up unread (375,000 rows by
 100,000 facts, where the bank's sums are 248 rows); the first recall then compacted them, and until
 autovacuum came by, each recall's reads of the counts visited the deleted rows' ~3,000 pages through
@@ -44,7 +44,7 @@ from typing import get_args
 import asyncpg
 
 from engram.background import in_background
-from engram.store.keyword_frequencies import COMPACT_AFTER_ROWS, compact_on, facts_of_types
+from engram.store.keyword_frequencies import compact_if_piled_up, facts_of_types
 from engram.store.spare import spare_connection, together_then_release
 from engram.types.memory import FactType
 
@@ -99,18 +99,6 @@ async def _refresh_unless_under_way(pool: asyncpg.Pool, conn: asyncpg.Connection
     finally:
         await conn.execute("SELECT pg_advisory_unlock($1)", _LOCK_KEY)
     return True
-
-
-async def compact_if_piled_up(conn: asyncpg.Connection, bank_id: str) -> None:
-    """Compact the bank's per-word counts when its totals take more than COMPACT_AFTER_ROWS rows to sum
-    (the rule a recall follows). A failure is logged, not raised: the retain that runs the job is
-    committed, and uncompacted counts are still exact (the next recall or job compacts them)."""
-    _, rows = await facts_of_types(conn, bank_id, list(get_args(FactType)))
-    if rows > COMPACT_AFTER_ROWS:
-        try:
-            await compact_on(conn, bank_id)
-        except asyncpg.PostgresError as exc:
-            log.warning("compacting the keyword frequencies of bank %s failed: %s", bank_id, exc)
 
 
 async def _refresh(pool: asyncpg.Pool, conn: asyncpg.Connection) -> None:
