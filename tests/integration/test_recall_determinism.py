@@ -5,7 +5,10 @@ every tie needs an order that does not depend on the order rows come out of the 
 
 from __future__ import annotations
 
+import asyncpg
 import httpx
+
+from engram.recall.arms import SCORE_DECIMALS, rounded_score
 
 NAMES = ["Ana", "Ben", "Caro", "Dev", "Eli", "Fay", "Gus", "Hana"]
 THINGS = ["lamp", "desk", "chair", "kettle", "rug", "mirror", "clock", "shelf", "vase", "stool"]
@@ -61,3 +64,19 @@ def test_two_fresh_ingests_of_the_same_data_rank_the_same(http: httpx.Client, ba
     reminders = [document for text, document in ranking(http, bank_id, "See you at the market")
                  if text.split(" | ")[0] == REMINDER]
     assert sorted(reminders) == [f"reminder-{n}" for n in range(REMINDERS)], reminders
+
+
+async def test_arm_scores_are_rounded_so_that_sums_taken_in_another_order_tie(pg_dsn: str) -> None:
+    # PostgreSQL adds a fact's terms in no fixed order: the same terms can sum to values a last bit
+    # apart, which would order near-ties by chance. Rounded (in float arithmetic, as the arms' SQL
+    # does), they are equal, and each value is the nearest float to its decimal rounding.
+    left, right = (0.1 + 0.2) + 0.3, 0.1 + (0.2 + 0.3)
+    assert left != right
+    values = [left, right, 1 / 3, 12.3456789012345, 0.25, 0.0, 7.0]
+    conn = await asyncpg.connect(pg_dsn)
+    try:
+        rows = await conn.fetch(f"SELECT {rounded_score('x')} AS rounded"
+                                " FROM unnest($1::float8[]) WITH ORDINALITY AS u(x, n) ORDER BY n", values)
+    finally:
+        await conn.close()
+    assert [row["rounded"] for row in rows] == [round(value, SCORE_DECIMALS) for value in values]

@@ -42,6 +42,14 @@ EXACT_SEARCH_MAX_FACTS = 10_000
 SCORE_DECIMALS = 9
 
 
+def rounded_score(expression: str) -> str:
+    """SQL for a float8 `expression` rounded to SCORE_DECIMALS decimals, in float arithmetic. Through
+    numeric (round(x::numeric, 9)::float8) each value's conversions cost ~1.1 µs: 3-4 ms of a keyword
+    arm's statement scoring ~3,000 facts at 100,000 memories, a fifth of it."""
+    scale = f"1e{SCORE_DECIMALS}::float8"
+    return f"(round(({expression}) * {scale}) / {scale})"
+
+
 def default_floor(best: float) -> float:
     """The similarity a fact needs when the caller set none: SEMANTIC_MIN_SIMILARITY, or less when even
     the best hit is below it (then a floor relative to the best)."""
@@ -105,7 +113,7 @@ async def semantic(
             ORDER BY {indexed_distance("v.embedding", f"{vector}::vector")}
             LIMIT {limit_ref}
         )
-        SELECT id, round((1 - min(distance))::numeric, {SCORE_DECIMALS})::float8 AS similarity
+        SELECT id, {rounded_score('1 - min(distance)')} AS similarity
         FROM (SELECT * FROM own_exact UNION ALL SELECT * FROM sentence_exact
               UNION ALL SELECT * FROM own_approximate UNION ALL SELECT * FROM sentence_approximate) hits
         GROUP BY id
@@ -215,7 +223,7 @@ async def graph(
             SELECT id, score FROM via_links
         ),
         best AS (  -- only facts near the floor or above it are rounded and sorted (a fifth at 5,000)
-            SELECT id, round(score::numeric, {SCORE_DECIMALS})::float8 AS score
+            SELECT id, {rounded_score('score')} AS score
             FROM (SELECT id, max(score) AS score FROM activation WHERE id <> ALL({seed_ids}::uuid[])
                   GROUP BY id) reached
             WHERE score >= {near_floor}
@@ -298,7 +306,7 @@ async def temporal(
             SELECT k.id, k.similarity FROM linked k
             WHERE {scope.holds(params, "k.id")}
         )
-        SELECT id, round(max(similarity)::numeric, {SCORE_DECIMALS})::float8 AS score
+        SELECT id, {rounded_score('max(similarity)')} AS score
         FROM (SELECT * FROM inside UNION ALL SELECT * FROM spread) c
         GROUP BY id
         ORDER BY score DESC, id

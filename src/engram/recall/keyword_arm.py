@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 import asyncpg
 
 from engram.recall import keyword_plan
-from engram.recall.arms import SCORE_DECIMALS, Ranked
+from engram.recall.arms import Ranked, rounded_score
 from engram.recall.filters import UnitFilter
 from engram.recall.keyword_plan import BM25_B, BM25_K1, UBIQUITOUS_SHARE, KeywordPlan
 from engram.store import keyword_frequencies
@@ -52,8 +52,8 @@ def _term_frequency(params: SqlParams) -> str:
 
 
 def _bm25(weight: str, average_length: str) -> str:
-    return (f"round(sum({weight} * h.tf * {BM25_K1 + 1} / (h.tf + {BM25_K1} * (1 - {BM25_B} + {BM25_B}"
-            f" * h.doc_length / {average_length})))::numeric, {SCORE_DECIMALS})::float8")
+    return rounded_score(f"sum({weight} * h.tf * {BM25_K1 + 1} / (h.tf + {BM25_K1} * (1 - {BM25_B} + {BM25_B}"
+                         f" * h.doc_length / {average_length})))")
 
 
 async def keyword(
