@@ -230,6 +230,34 @@ async def test_the_planned_arm_ranks_as_bm25_over_every_matching_fact(
         await conn.close()
 
 
+async def test_a_second_reading_takes_the_facts_holding_every_word_of_one_of_its_combinations(
+    http: httpx.Client, bank_id: str, pg_dsn: str
+) -> None:
+    # Each combination is read as the facts holding all its words; the combinations' facts are joined,
+    # and those holding a word read already are taken away.
+    items = [{"content": text} for text in SENTENCES]
+    assert http.post(f"/v1/default/banks/{bank_id}/memories", json={"items": items}).status_code == 200
+    combinations, read_already = [("basil", "tomato"), ("lighthous", "puffin")], ["blight"]
+    conn = await asyncpg.connect(pg_dsn)
+    try:
+        lexemes_of = {}
+        for row in await conn.fetch("SELECT id, tsvector_to_array(search) AS lexemes FROM memory_units"
+                                    " WHERE bank_id = $1 AND state = 'valid'", bank_id):
+            lexemes_of[row["id"]] = set(row["lexemes"])
+        words = await keyword_frequencies.read_scope_words(
+            conn, bank_id, TYPES, "tomato basil puffin lighthouse blight")
+        plan = keyword_plan.plan(words, 100)
+        reading = keyword_arm.FactsHolding(combination=combinations, none_of=read_already)
+        found = await keyword_arm.score(conn, UnitFilter(bank_id, TYPES), plan, 100, reading)
+    finally:
+        await conn.close()
+    expected = {unit_id for unit_id, lexemes in lexemes_of.items()
+                if any(set(combination) <= lexemes for combination in combinations)
+                and not lexemes & set(read_already)}
+    assert len(expected) == 9, "eight soup recipes and the puffin by the lighthouse"
+    assert {unit_id for unit_id, _ in found} == expected
+
+
 def test_a_recall_compacts_the_counts_once_they_pile_up(http: httpx.Client, bank_id: str, pg_dsn: str) -> None:
     # Every retain appends its own rows; a recall summing many for its scope's totals compacts the bank
     # behind it.

@@ -99,14 +99,18 @@ class FactsHolding:
         """A query of the ids of these facts, from `postings` (the scope's postings of the plan's words)."""
         if self.any_of:
             return f"SELECT DISTINCT unit_id FROM postings WHERE lexeme = ANY({params.add(self.any_of)}::text[])"
-        clauses = [(n, lexeme, len(words)) for n, words in enumerate(self.combination) for lexeme in words]
-        numbers, lexemes, sizes = (params.add([clause[k] for clause in clauses]) for k in range(3))
-        # A fact has one posting per word, so it holds a combination when it has postings for all its words.
+        if not self.combination:
+            return "SELECT NULL::uuid AS unit_id WHERE false"
+        # The facts of a combination: the ids in the postings of each of its words, intersected. Counting
+        # each fact's postings by combination in one grouping (one statement whatever the combinations)
+        # hashed three columns for every posting read: 1.3 times as slow with one combination at
+        # 100,000 facts, 3 times with 70, though planning the intersections then takes ~17 ms.
+        combinations = " UNION ".join(
+            "(" + " INTERSECT ".join(f"SELECT unit_id FROM postings WHERE lexeme = {params.add(lexeme)}::text"
+                                     for lexeme in words) + ")"
+            for words in self.combination)
         return f"""
-            SELECT DISTINCT p.unit_id
-            FROM postings p JOIN unnest({numbers}::int[], {lexemes}::text[], {sizes}::int[]) c(n, lexeme, size)
-                USING (lexeme)
-            GROUP BY p.unit_id, c.n, c.size HAVING count(*) = c.size
+            {combinations}
             EXCEPT
             SELECT unit_id FROM postings WHERE lexeme = ANY({params.add(self.none_of)}::text[])"""
 
