@@ -249,6 +249,8 @@ async def test_a_second_reading_takes_the_facts_holding_every_word_of_one_of_its
         plan = keyword_plan.plan(words, 100)
         reading = keyword_arm.FactsHolding(combination=combinations, none_of=read_already)
         found = await keyword_arm.score(conn, UnitFilter(bank_id, TYPES), plan, 100, reading)
+        no_combination = keyword_arm.FactsHolding(none_of=read_already)
+        assert await keyword_arm.score(conn, UnitFilter(bank_id, TYPES), plan, 100, no_combination) == []
     finally:
         await conn.close()
     expected = {unit_id for unit_id, lexemes in lexemes_of.items()
