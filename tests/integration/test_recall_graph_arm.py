@@ -19,6 +19,7 @@ import pytest
 from engram.recall import arms
 from engram.recall.filters import UnitFilter
 from engram.recall.pipeline import ALL_TYPES, _graph_in_halves
+from engram.store.spare import spare_connection
 from tests.support.plans import Recording, plan_nodes
 
 HUB_FACTS = 60  # "Acme" in this many facts weighs 2/√61 ≈ 0.26: a seed of 0.6 does not walk it alone
@@ -146,11 +147,14 @@ async def test_the_graph_arm_in_two_halves_on_two_connections_ranks_as_the_whole
             scope = UnitFilter(bank_id, ALL_TYPES)
             whole = await arms.graph(conn, scope, seeds, 300)
             parts = [dict(await arms.graph(conn, scope, seeds, 300, spread_from=seeds[first::2])) for first in (0, 1)]
-            halves = await _graph_in_halves(pool, conn, scope, seeds, 300)
-        # With no connection to spare (this pool's two are both taken) the arm runs whole on the one it
-        # has, at once: waiting for another while holding it, recalls could wait on each other for ever.
+            async with pool.acquire() as other:
+                halves = await _graph_in_halves(conn, other, scope, seeds, 300)
+            alone = await _graph_in_halves(conn, None, scope, seeds, 300)
+        # With no connection to spare (this pool's two are both taken) a recall gets none, at once, and
+        # runs the arm whole on the one it has: waiting for another while holding it, recalls could
+        # wait on each other for ever.
         async with pool.acquire() as conn, pool.acquire() as taken:
-            alone = await asyncio.wait_for(_graph_in_halves(pool, conn, scope, seeds, 300), timeout=5)
+            assert await asyncio.wait_for(spare_connection(pool), timeout=5) is None
             assert taken is not conn
     finally:
         await pool.close()

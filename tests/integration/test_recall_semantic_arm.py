@@ -5,8 +5,12 @@ the recall never takes the index's way, so without this a broken one would show 
 
 from __future__ import annotations
 
+import math
+import uuid
+
 import asyncpg
 import httpx
+import numpy as np
 import pytest
 
 from engram.models.embedder import embed_query
@@ -63,3 +67,84 @@ async def test_exact_and_indexed_searches_rank_the_scope_alike(
     for found in (counted_exact, indexed, counted_indexed):
         assert [round(score, 5) for _, score in found] == [round(score, 5) for _, score in exact]
 
+
+
+CONVERSATION = "\n".join([  # turns of several sentences: each is one fact with a vector per sentence
+    "Mira: I keep bees on the roof of my school. Last week I also fixed my old bicycle.",
+    "Tomas: I restored a wooden sailing boat. My sister painted the hull blue.",
+    "Ines: I learned the cello at forty. Yesterday I baked rye bread for the neighbours.",
+    "Jonas: My cinema shows silent films. The projector broke during the storm.",
+])
+
+
+async def test_its_two_tables_searched_on_two_connections_rank_as_their_best_vectors(
+    http: httpx.Client, bank_id: str, pg_dsn: str
+) -> None:
+    """The arm searches the facts' own vectors and their sentences' by two statements, on two
+    connections at once when the recall has a second one; a fact scores its best vector either way,
+    and a fact out of scope is not found by its sentences either."""
+    out_of_scope = "Karl: I fixed a bicycle for my neighbour. Then I repaired his bicycle bell too."
+    for content, tag in ((CONVERSATION, "kept"), (out_of_scope, "other"), *((fact, "kept") for fact in FACTS)):
+        response = http.post(f"/v1/default/banks/{bank_id}/memories",
+                             json={"items": [{"content": content, "tags": [tag]}]})
+        assert response.status_code == 200, response.text
+    scope = UnitFilter(bank_id, ALL_TYPES, ["kept"], "any_strict")
+    query = embed_query("Who repaired a bicycle?")
+    conns = [await asyncpg.connect(pg_dsn, server_settings=SESSION_SETTINGS) for _ in range(2)]
+    try:
+        for conn in conns:
+            await _init_connection(conn)
+        on_one = await arms.semantic(conns[0], scope, query, 6, 0.0)
+        on_two = await arms.semantic(conns[0], scope, query, 6, 0.0, spare=conns[1])
+        own = {row["id"]: row["embedding"] for row in await conns[0].fetch(
+            "SELECT id, embedding FROM memory_units WHERE bank_id = $1 AND tags = '{kept}'", bank_id)}
+        sentences = [(row["unit_id"], row["embedding"]) for row in await conns[0].fetch(
+            "SELECT unit_id, embedding FROM memory_unit_sentences WHERE bank_id = $1", bank_id)]
+        texts = {row["id"]: row["text"] for row in await conns[0].fetch(
+            "SELECT id, text FROM memory_units WHERE bank_id = $1", bank_id)}
+    finally:
+        for conn in conns:
+            await conn.close()
+
+    def similarity(vector: np.ndarray) -> float:
+        return float(np.dot(vector, query) / (np.linalg.norm(vector) * np.linalg.norm(query)))
+
+    best_own = {unit: similarity(vector) for unit, vector in own.items()}
+    best_sentence: dict[uuid.UUID, float] = {}
+    for unit, vector in sentences:
+        best_sentence[unit] = max(best_sentence.get(unit, -1.0), similarity(vector))
+    assert best_sentence.keys() - own.keys(), "the facts out of scope have sentences too"
+    best = {unit: max(score, best_sentence.get(unit, -1.0)) for unit, score in best_own.items()}
+    expected = sorted(best, key=lambda unit: (-best[unit], unit))[:6]
+
+    assert on_two == on_one
+    assert [unit for unit, _ in on_two] == expected, [texts[unit] for unit, _ in on_two]
+    for unit, score in on_two:
+        assert math.isclose(score, best[unit], abs_tol=1e-5)
+    assert "bicycle" in texts[on_two[0][0]]
+    top = {unit for unit, _ in on_two}
+    assert any(best_sentence.get(u, -1.0) > best_own[u] for u in top), "some found by a sentence"
+    assert any(best_own[u] > best_sentence.get(u, -1.0) for u in top), "and some by their own vector"
+
+
+async def test_a_long_turns_vector_and_text_stay_in_its_row(http: httpx.Client, bank_id: str, pg_dsn: str) -> None:
+    """A fact's row over ~2 kB has values moved to the TOAST table, the largest first: its vector,
+    unless the column says otherwise (migration 033). Every exact search computes the distance of
+    every fact in scope, and every result shows the fact's text; both are read from the row."""
+    question = "Tomas: " + " ".join(f"Did the {word} boat survive the storm near the harbour?" for word in
+                                    ("old", "blue", "wooden", "small", "fast", "red", "long", "white", "narrow"))
+    answer = "Mira: " + " ".join(f"The {word} boat was fine, but its sail was torn by the wind." for word in
+                                 ("old", "blue", "wooden", "small", "fast", "red", "long", "white", "narrow"))
+    response = http.post(f"/v1/default/banks/{bank_id}/memories", json={"items": [{
+        "content": f"{question}\n{answer}", "metadata": {"session": "7", "source": "harbour chat"}}]})
+    assert response.status_code == 200, response.text
+
+    conn = await asyncpg.connect(pg_dsn)
+    try:
+        rows = await conn.fetch(
+            "SELECT pg_column_size(m.*) AS row_size, pg_column_toast_chunk_id(embedding) AS vector_chunk,"
+            " pg_column_toast_chunk_id(text) AS text_chunk FROM memory_units m WHERE bank_id = $1", bank_id)
+    finally:
+        await conn.close()
+    assert len(rows) == 2 and all(row["row_size"] > 2100 for row in rows), "rows PostgreSQL toasts"
+    assert [(row["vector_chunk"], row["text_chunk"]) for row in rows] == [(None, None)] * 2

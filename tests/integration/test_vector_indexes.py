@@ -101,3 +101,12 @@ async def test_the_observation_searches_can_use_the_index(conn: asyncpg.Connecti
         single = Recording(conn)
         single.statements.append(statement)
         assert UNITS_INDEX in await indexes_usable(conn, single)
+
+
+async def test_the_exact_search_of_a_banks_sentences_can_use_the_bank_index(conn: asyncpg.Connection) -> None:
+    # The exact search reads a bank's sentences by their bank (migration 034): without the index, a
+    # small bank's recall would scan every bank's sentences.
+    recording = Recording(conn)
+    query = embed_query("Who makes music on an old instrument?")
+    await arms.semantic_side(recording, UnitFilter(BANK, ALL_TYPES), query, 2, "memory_unit_sentences", 1)
+    assert "memory_unit_sentences_bank" in await indexes_usable(conn, recording)

@@ -26,7 +26,7 @@ from engram.recall.scope_size import facts_in_scope
 from engram.recall.scoring import best_first, fuse_scores, leading, proof_factor, recency_factor, temporal_factor
 from engram.recall.speakers import speaker_factor
 from engram.store.instants import OutOfCalendar, clamp, in_utc
-from engram.store.spare import spare_connection, together_then_release
+from engram.store.spare import spare_connection, together
 from engram.types import RecallRequest, RecallResponse
 
 if TYPE_CHECKING:
@@ -88,10 +88,20 @@ async def run_arms(
     async def semantic_then_graph() -> tuple[arms.Ranked, arms.Ranked]:
         async with pool.acquire() as conn:  # the graph's first half runs here: it waits for the seeds anyway
             query = await vector()
-            semantic = await _timed("semantic", timings, arms.semantic(conn, scope, query, limit, min_semantic, size))
-            if not config.get("enable_graph_retrieval", True):
-                return semantic, []
-            graph = await _timed("graph", timings, _graph_in_halves(pool, conn, scope, semantic, limit))
+            # The semantic and the graph arm each run in two parts on two connections when the pool
+            # has one to spare: the recall waits for them with little else running (the keyword and
+            # temporal arms mostly end while the query is embedded), so the second core would
+            # otherwise idle. The spare is taken once the query is embedded and held through both.
+            other = await spare_connection(pool)
+            try:
+                semantic = await _timed("semantic", timings,
+                                        arms.semantic(conn, scope, query, limit, min_semantic, size, spare=other))
+                if not config.get("enable_graph_retrieval", True):
+                    return semantic, []
+                graph = await _timed("graph", timings, _graph_in_halves(conn, other, scope, semantic, limit))
+            finally:
+                if other is not None:
+                    await pool.release(other)
         return semantic, graph
 
     tasks: dict[str, Any] = {"semantic+graph": semantic_then_graph()}
@@ -113,22 +123,17 @@ async def run_arms(
 
 
 async def _graph_in_halves(
-    pool: asyncpg.Pool, conn: asyncpg.Connection, scope: UnitFilter, semantic: arms.Ranked, limit: int
+    conn: asyncpg.Connection, other: asyncpg.Connection | None, scope: UnitFilter, semantic: arms.Ranked,
+    limit: int,
 ) -> arms.Ranked:
-    """The graph arm, its seeds split in two halves spread on two connections at once. It is the
-    longest step of a recall and nothing else runs beside it (the keyword and temporal arms end while
-    the semantic arm runs), so the second core would otherwise idle through it."""
+    """The graph arm, its seeds split in two halves spread on `conn` and `other` at once; with no
+    other connection (none was idle, or none was handed over soon), the whole arm on `conn`."""
     seeds = arms.graph_seeds(semantic)
-    if len(seeds) < 2:
-        return await arms.graph(conn, scope, semantic, limit)
-    # With no connection idle, or none handed over soon, the whole arm runs on the one it has.
-    other = await spare_connection(pool)
-    if other is None:
+    if len(seeds) < 2 or other is None:
         return await arms.graph(conn, scope, semantic, limit)
     halves = seeds[0::2], seeds[1::2]  # alternating, so each half gets strong and weak seeds alike
-    parts = await together_then_release(pool, other,
-                                        arms.graph(conn, scope, semantic, limit, spread_from=halves[0]),
-                                        arms.graph(other, scope, semantic, limit, spread_from=halves[1]))
+    parts = await together(arms.graph(conn, scope, semantic, limit, spread_from=halves[0]),
+                           arms.graph(other, scope, semantic, limit, spread_from=halves[1]))
     return arms.best_of_parts(list(parts), limit)
 
 

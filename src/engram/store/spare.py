@@ -1,7 +1,7 @@
 """Work spread on a second pooled connection beside the caller's, when the pool has one to spare.
 
-Used where PostgreSQL alone works and the caller waits (recall's graph arm, the statistics job): on
-one connection the second core would idle through it."""
+Used where PostgreSQL alone works and the caller waits (recall's semantic and graph arms, the
+statistics job): on one connection the second core would idle through it."""
 
 from __future__ import annotations
 
@@ -32,10 +32,15 @@ async def together_then_release(pool: asyncpg.Pool, spare: asyncpg.Connection, *
     """The results of `steps`, awaited at once; `spare` goes back to the pool only once all have ended,
     even when one failed, and the first failure is raised."""
     try:
-        outcomes = await asyncio.gather(*steps, return_exceptions=True)
+        return await together(*steps)
     finally:
         await pool.release(spare)
-    return results_or_first_failure(outcomes)
+
+
+async def together(*steps: Awaitable[Any]) -> list[Any]:
+    """The results of `steps`, awaited at once, or the first failure raised once all have ended (so
+    that the connections they use are free again when the caller hears of it)."""
+    return results_or_first_failure(await asyncio.gather(*steps, return_exceptions=True))
 
 
 def results_or_first_failure(outcomes: list[Any]) -> list[Any]:
