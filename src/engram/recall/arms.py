@@ -85,6 +85,12 @@ async def semantic(
 # The tables whose vectors the semantic arm searches: the facts' own, and their sentences' (a fact
 # whose turn has several sentences has a vector for each; its best one stands for it).
 SEMANTIC_SIDES = ("memory_units", "memory_unit_sentences")
+# The types a fact with sentence vectors can have (offline facts; an edit may switch between them).
+SENTENCE_FACT_TYPES = frozenset({"world", "experience"})
+
+
+def _sees_every_fact_with_sentences(scope: UnitFilter) -> bool:
+    return scope.sees_whole_fact_types() and set(scope.fact_types) >= SENTENCE_FACT_TYPES
 
 
 async def semantic_side(
@@ -118,11 +124,12 @@ async def semantic_side(
     else:
         vectors, fact_id = "v.embedding", "v.unit_id"
         rows_in_scope = "memory_unit_sentences v JOIN memory_units m ON m.id = v.unit_id"
-        # The bank's sentences first, each fact's best, then the scope checked best first by one
-        # primary-key lookup a fact until `limit` pass. Joined to their facts first, the facts' table
-        # was read and hashed whole for every search: 15.9 ms against 11.8 at the 10,586 sentences of
-        # the LoCoMo conversations' 4,124 facts.
-        exact_search = f"""
+        if _sees_every_fact_with_sentences(scope):
+            # The bank's sentences first, each fact's best, then the scope checked best first by one
+            # primary-key lookup a fact until `limit` pass (all but invalidated facts pass). Joined
+            # to their facts first, the facts' table was read and hashed whole for every search: 15.9
+            # ms against 11.8 at the 10,586 sentences of the LoCoMo conversations' 4,124 facts.
+            exact_search = f"""
             SELECT b.id, b.distance FROM (
                 SELECT v.unit_id AS id, min(v.embedding <=> {vector}) AS distance
                 FROM memory_unit_sentences v WHERE v.bank_id = {params.add(scope.bank_id)} AND {exact}
@@ -130,6 +137,16 @@ async def semantic_side(
                 ORDER BY distance, id OFFSET 0) b
             WHERE {scope.holds(params, "b.id")}
             ORDER BY b.distance, b.id
+            LIMIT {limit_ref}"""
+        else:
+            # A scope narrowed by tags or types reads only its facts' sentences: checked best first,
+            # the bank's sentences would walk past every fact outside it.
+            exact_search = f"""
+            SELECT id, min(distance) AS distance FROM (
+                SELECT v.unit_id AS id, v.embedding <=> {vector} AS distance
+                FROM {rows_in_scope} WHERE {where} AND {exact} OFFSET 0) s
+            GROUP BY id
+            ORDER BY distance, id
             LIMIT {limit_ref}"""
     rows = await conn.fetch(
         f"""
