@@ -1,7 +1,9 @@
 """The semantic arm ranks a scope the same whichever way it searches: exact distances up to
 EXACT_SEARCH_MAX_FACTS facts, the HNSW index beyond (exhaustive on a bank this small), and either
 way with the scope counted in the query when the caller does not know its size. Below the threshold
-the recall never takes the index's way, so without this a broken one would show only at scale."""
+the recall never takes the index's way, so without this a broken one would show only at scale.
+The facts' own vectors and their sentences' are searched apart, on one connection or two; a fact
+scores its best vector either way, and its vector stays in its row however long the row."""
 
 from __future__ import annotations
 
@@ -66,7 +68,6 @@ async def test_exact_and_indexed_searches_rank_the_scope_alike(
     assert [unit for unit, _ in counted_indexed] == [unit for unit, _ in exact]
     for found in (counted_exact, indexed, counted_indexed):
         assert [round(score, 5) for _, score in found] == [round(score, 5) for _, score in exact]
-
 
 
 CONVERSATION = "\n".join([  # turns of several sentences: each is one fact with a vector per sentence
