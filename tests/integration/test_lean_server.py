@@ -102,3 +102,30 @@ def test_a_warm_server_leaves_what_it_loaded_out_of_the_collectors_scans(own_ser
             assert retain(http, bank_id, f"Juno counted {n} herons on the lake.").status_code == 200
             http.post(f"/v1/default/banks/{bank_id}/memories/recall", json={"query": "herons"}).raise_for_status()
         assert frozen_objects(http) <= frozen, "freezing happens once, at warm-up, not per request"
+
+
+def young_collections(http: httpx.Client) -> int:
+    text = http.get("/metrics").text
+    found = re.search(r'^python_gc_collections_total\{generation="0"\} (\d+)$', text, re.MULTILINE)
+    assert found, "the collector's counters are in /metrics"
+    return int(found.group(1))
+
+
+def test_a_recall_of_hundreds_of_facts_runs_no_collection(own_server: RunningServer, bank_id: str) -> None:
+    """A recall's rows and results are a few thousand objects the collector tracks, alive until the
+    response is sent and then freed by their reference counts. At Python's default threshold (700) they
+    set off young collections in every such recall that found nothing to collect (engram.heap)."""
+    items = [{"content": f"Juno counted {n} herons by the {('lake', 'river', 'pond')[n % 3]} at dawn."}
+             for n in range(300)]
+    with own_server.client() as http:
+        deadline = time.monotonic() + 60
+        while frozen_objects(http) == 0 and time.monotonic() < deadline:
+            time.sleep(0.2)
+        http.post(f"/v1/default/banks/{bank_id}/memories", json={"items": items}).raise_for_status()
+        body = {"query": "How many herons did Juno count?", "max_tokens": 20_000}
+        found = http.post(f"/v1/default/banks/{bank_id}/memories/recall", json=body).json()["results"]
+        assert len(found) >= 200, "the recall returns hundreds of facts"
+        before = young_collections(http)
+        for _ in range(5):
+            http.post(f"/v1/default/banks/{bank_id}/memories/recall", json=body).raise_for_status()
+        assert young_collections(http) == before
