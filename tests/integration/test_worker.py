@@ -203,6 +203,62 @@ async def test_a_slot_that_lost_its_lease_to_another_slot_of_its_worker_writes_n
         await store.close()
 
 
+async def test_idle_slots_poll_on_one_timer_yet_take_what_another_process_queues_together(
+    isolated_dsn: str, bank_id: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A worker of ten slots (a server with an LLM) polls once an interval while idle, not ten times:
+    one idle slot keeps the timer, the others wait to be woken. Operations another process queues (no
+    wake-up reaches this one) are still taken by as many slots as there are operations: each claim
+    wakes the idle slots."""
+    from engram.services import Services
+    from engram.settings import Settings
+    from engram.store import operations as ops
+    from engram.store.pool import open_store
+    from engram.worker import handlers, runner
+
+    claims = 0
+    real_claim = ops.claim_next
+
+    async def counted_claim(*args: object) -> asyncpg.Record | None:
+        nonlocal claims
+        claims += 1
+        return await real_claim(*args)
+
+    started, release = [], asyncio.Event()
+
+    async def held_retain(services: Services, operation: asyncpg.Record, progress: object) -> dict:
+        started.append(operation["id"])
+        await release.wait()
+        return {"facts": 0}
+
+    monkeypatch.setattr(runner.ops, "claim_next", counted_claim)
+    monkeypatch.setitem(handlers.HANDLERS, "retain", held_retain)
+    store = await open_store(Settings.from_env({"ENGRAM_DATABASE_URL": isolated_dsn}))
+    worker = runner.Worker(Services(settings=Settings.from_env({"ENGRAM_WORKER_POLL_INTERVAL": "0.1"}), store=store),
+                           concurrency=10)
+    try:
+        await worker.start()
+        await asyncio.sleep(0.5)  # every slot has polled once and gone idle
+        claims = 0
+        await asyncio.sleep(1.0)
+        assert claims <= 15, f"{claims} claims in a second of idling at a 0.1 s interval"
+
+        await store.pool.execute("INSERT INTO banks (bank_id) VALUES ($1)", bank_id)
+        queued = [uuid.uuid4() for _ in range(4)]
+        for operation_id in queued:  # as another process queues them: no wake-up here
+            await store.pool.execute(
+                "INSERT INTO async_operations (id, bank_id, operation_type, status, payload, items_count)"
+                " VALUES ($1, $2, 'retain', 'pending', '{}'::jsonb, 1)", operation_id, bank_id)
+        deadline = time.monotonic() + 5
+        while len(started) < len(queued) and time.monotonic() < deadline:
+            await asyncio.sleep(0.05)
+        assert sorted(started) == sorted(queued), "each operation runs in a slot of its own, at once"
+    finally:
+        release.set()
+        await worker.stop()
+        await store.close()
+
+
 async def running_operation(pool: asyncpg.Pool, bank_id: str, worker_id: str, lease_left_s: float) -> uuid.UUID:
     """A retain of a new bank, being run by `worker_id`, its lease ending `lease_left_s` from now."""
     operation_id = uuid.uuid4()

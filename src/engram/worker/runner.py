@@ -55,6 +55,7 @@ class Worker:
         # their polls need one pooled connection instead of one each (a PostgreSQL process, ~19 MB
         # resident, apiece).
         self._polling = asyncio.Lock()
+        self._timer_held = False  # whether an idle slot polls on the interval (`_wait_while_idle`)
         self._stopping = False
         self._tasks: list[asyncio.Task[None]] = []
         services.wake = self.wake
@@ -104,9 +105,22 @@ class Worker:
                 unavailable = False
             if ran:
                 continue
-            self._wake.clear()
+            await self._wait_while_idle(interval)
+
+    async def _wait_while_idle(self, interval: float) -> None:
+        """Wait to be woken. One idle slot at a time also polls every `interval` (for what other
+        processes queue, and leases that run out); the others wait for a wake-up alone. With each
+        slot on a timer of its own, an idle server with an LLM (ten slots) claimed twenty times a
+        second: ~8 ms of the server's CPU and ~2 of PostgreSQL's every second."""
+        timed = not self._timer_held
+        self._timer_held = True
+        self._wake.clear()
+        try:
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._wake.wait(), timeout=interval)
+                await asyncio.wait_for(self._wake.wait(), timeout=interval if timed else None)
+        finally:
+            if timed:
+                self._timer_held = False
 
     async def run_one(self, slot: int = 0) -> bool:
         """Claim and run one operation as slot `slot`; False when the queue is empty."""
@@ -115,6 +129,9 @@ class Worker:
             operation = await ops.claim_next(self.services.pool, self.holder(slot), lease)
         if operation is None:
             return False
+        # The idle slots look too: more may be queued, and the slot that polled on the interval may be
+        # this one, busy now (one of them takes the interval over).
+        self.wake()
         # One line per claim and per completion, naming the operation: which process ran what (a
         # reclaimed operation shows in two workers' logs) is then in the logs, not only in the row.
         log.info("worker %s claimed operation %s (%s, bank %s)", operation["worker_id"], operation["id"],
