@@ -23,6 +23,7 @@ import itertools
 import math
 from dataclasses import dataclass, replace
 
+from engram.recall.arms import SCORE_DECIMALS
 from engram.store.keyword_frequencies import ScopeWords, WordCount
 
 # Okapi BM25 parameters, and the share of the facts in scope above which a word scores nothing (where
@@ -33,8 +34,8 @@ UBIQUITOUS_SHARE = 0.5
 # Beyond this many skipped words the second reading reads each word that can reach the list alone
 # (their combinations would be up to 2^n clauses of one text-search query).
 MAX_COMBINED_WORDS = 8
-# Scores are rounded to 9 decimals: a bound this close to a score may tie it.
-SCORE_SLACK = 1e-9
+# Scores are rounded to SCORE_DECIMALS decimals: a bound this close to a score may tie it.
+SCORE_SLACK = 10.0 ** -SCORE_DECIMALS
 
 
 def idf(facts_with_word: int, facts: int) -> float:
