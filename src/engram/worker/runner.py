@@ -4,7 +4,6 @@ Runs inside the server by default, or alone as `engram worker` (any number of th
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import os
 import socket
@@ -19,6 +18,7 @@ from engram.llm import trace_context
 from engram.store import operations as ops
 from engram.store.pool import is_unavailable
 from engram.worker.handlers import HANDLERS
+from engram.worker.idle import IdleSlots
 
 if TYPE_CHECKING:
     from engram.services import Services
@@ -50,12 +50,11 @@ class Worker:
         self.concurrency = concurrency or services.settings.worker_max_slots or default_slots(services)
         # The process's id; each slot claims under an id of its own (`holder`).
         self.worker_id = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
-        self._wake = asyncio.Event()
+        self._idle = IdleSlots()
         # The slots, the webhook sender and the cron schedules poll on the same beat: taking turns,
         # their polls need one pooled connection instead of one each (a PostgreSQL process, ~19 MB
         # resident, apiece).
         self._polling = asyncio.Lock()
-        self._timer_held = False  # whether an idle slot polls on the interval (`_wait_while_idle`)
         self._stopping = False
         self._tasks: list[asyncio.Task[None]] = []
         services.wake = self.wake
@@ -67,8 +66,8 @@ class Worker:
         return f"{self.worker_id}/{slot}"
 
     def wake(self) -> None:
-        """Look at the queue now rather than at the next poll."""
-        self._wake.set()
+        """Look at the queue now rather than at the next poll (one idle slot does)."""
+        self._idle.wake()
 
     async def start(self) -> None:
         from engram.reflect.mental_models import cron_loop
@@ -80,7 +79,6 @@ class Worker:
 
     async def stop(self) -> None:
         self._stopping = True
-        self._wake.set()
         for task in self._tasks:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
@@ -105,22 +103,7 @@ class Worker:
                 unavailable = False
             if ran:
                 continue
-            await self._wait_while_idle(interval)
-
-    async def _wait_while_idle(self, interval: float) -> None:
-        """Wait to be woken. One idle slot at a time also polls every `interval` (for what other
-        processes queue, and leases that run out); the others wait for a wake-up alone. With each
-        slot on a timer of its own, an idle server with an LLM (ten slots) claimed twenty times a
-        second: ~8 ms of the server's CPU and ~2 of PostgreSQL's every second."""
-        timed = not self._timer_held
-        self._timer_held = True
-        self._wake.clear()
-        try:
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._wake.wait(), timeout=interval if timed else None)
-        finally:
-            if timed:
-                self._timer_held = False
+            await self._idle.wait(interval)
 
     async def run_one(self, slot: int = 0) -> bool:
         """Claim and run one operation as slot `slot`; False when the queue is empty."""
@@ -129,8 +112,8 @@ class Worker:
             operation = await ops.claim_next(self.services.pool, self.holder(slot), lease)
         if operation is None:
             return False
-        # The idle slots look too: more may be queued, and the slot that polled on the interval may be
-        # this one, busy now (one of them takes the interval over).
+        # Another slot looks too: more may be queued, and the slot that polled on the interval may be
+        # this one, busy now (the next to go idle takes the interval over).
         self.wake()
         # One line per claim and per completion, naming the operation: which process ran what (a
         # reclaimed operation shows in two workers' logs) is then in the logs, not only in the row.
