@@ -17,11 +17,12 @@ import gc
 # request's objects are gone before one is due. Garbage in reference cycles waits that much longer.
 YOUNG_GENERATION_THRESHOLD = 20_000
 
+
 def freeze_long_lived_objects() -> int:
     """Collect what is garbage now, then move every object still alive into the collector's permanent
     generation (never scanned; an object there that becomes garbage is still freed by its reference
     count). Returns how many objects are frozen. The youngest generation's threshold is raised with it
-(`YOUNG_GENERATION_THRESHOLD`)."""
+    (`YOUNG_GENERATION_THRESHOLD`)."""
     gc.collect()
     gc.freeze()
     gc.set_threshold(YOUNG_GENERATION_THRESHOLD, *gc.get_threshold()[1:])
