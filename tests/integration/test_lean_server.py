@@ -25,20 +25,18 @@ def own_server(isolated_dsn: str) -> Iterator[RunningServer]:
     running.stop()
 
 
-def server_connections(dsn: str) -> int:
-    """The database's client sessions but this one's. Autovacuum's workers are left out: after a few
-    retains one may be analysing the new rows (CI once counted it as the server's third connection)."""
-    rows = query(dsn, "SELECT count(*) AS n FROM pg_stat_activity WHERE datname = current_database()"
-                      " AND backend_type = 'client backend' AND pid <> pg_backend_pid()")
-    return int(rows[0]["n"])
-
-
 def server_sessions(dsn: str) -> list[str]:
-    """What each of the server's sessions started at and ran last, for a failure's message."""
+    """The database's client sessions but this one's, each as when it started and what it ran last (for
+    a failure's message). Autovacuum's workers are left out: after a few retains one may be analysing
+    the new rows (CI once counted it as the server's third connection)."""
     rows = query(dsn, "SELECT backend_start, state, left(query, 100) AS last FROM pg_stat_activity"
                       " WHERE datname = current_database() AND backend_type = 'client backend'"
                       " AND pid <> pg_backend_pid() ORDER BY backend_start")
     return [f"{row['backend_start']:%H:%M:%S.%f} {row['state']}: {row['last']!r}" for row in rows]
+
+
+def server_connections(dsn: str) -> int:
+    return len(server_sessions(dsn))
 
 
 def test_the_worker_and_webhook_polls_share_one_connection(own_server: RunningServer, isolated_dsn: str,
@@ -80,11 +78,15 @@ def test_a_server_loads_no_http_client_library_until_a_webhook_is_sent() -> None
     assert loaded.stdout.strip() == "[]"
 
 
-def frozen_objects(http: httpx.Client) -> int:
-    text = http.get("/metrics").text
-    found = re.search(r"^python_gc_objects_frozen (\d+)$", text, re.MULTILINE)
-    assert found, "the collector's gauges are in /metrics"
+def collector_metric(http: httpx.Client, series: str) -> int:
+    """One of the collector's series in /metrics (`engram.heap.collector_metrics`)."""
+    found = re.search(rf"^{re.escape(series)} (\d+)$", http.get("/metrics").text, re.MULTILINE)
+    assert found, f"{series} is in /metrics"
     return int(found.group(1))
+
+
+def frozen_objects(http: httpx.Client) -> int:
+    return collector_metric(http, "python_gc_objects_frozen")
 
 
 def test_a_warm_server_leaves_what_it_loaded_out_of_the_collectors_scans(own_server: RunningServer,
@@ -105,10 +107,7 @@ def test_a_warm_server_leaves_what_it_loaded_out_of_the_collectors_scans(own_ser
 
 
 def young_collections(http: httpx.Client) -> int:
-    text = http.get("/metrics").text
-    found = re.search(r'^python_gc_collections_total\{generation="0"\} (\d+)$', text, re.MULTILINE)
-    assert found, "the collector's counters are in /metrics"
-    return int(found.group(1))
+    return collector_metric(http, 'python_gc_collections_total{generation="0"}')
 
 
 def test_a_recall_of_hundreds_of_facts_runs_no_collection(own_server: RunningServer, bank_id: str) -> None:
