@@ -27,6 +27,7 @@ from engram.store.migrate import apply_migrations
 from engram.transfer import handlers
 from engram.transfer.archive import read_archive
 from engram.transfer.importer import ImportOptions, import_archive
+from tests.support.plans import Recording
 
 EMBEDDING = "[" + ",".join(["0.1"] * 384) + "]"
 FACTS_PER_CHUNK = 3
@@ -123,23 +124,6 @@ async def test_the_graph_arm_checks_each_reached_fact_by_its_id_whatever_the_sta
         fetched = await facts_fetched(stale) - before
     assert sorted(unit for unit, _ in found) == sorted(reached)
     assert fetched <= 5 * len(reached), f"{fetched} facts fetched to check {len(reached)}"
-
-
-class Recording:
-    """A connection that keeps the statements it is given (and their arguments)."""
-
-    def __init__(self, conn: asyncpg.Connection) -> None:
-        self.conn, self.statements = conn, list[tuple[str, tuple[object, ...]]]()
-
-    async def fetch(self, sql: str, *args: object) -> list[asyncpg.Record]:
-        self.statements.append((sql, args))
-        return await self.conn.fetch(sql, *args)
-
-    async def fetchrow(self, sql: str, *args: object) -> asyncpg.Record | None:
-        return await self.conn.fetchrow(sql, *args)
-
-    async def fetchval(self, sql: str, *args: object) -> object:
-        return await self.conn.fetchval(sql, *args)
 
 
 def rows_joined_and_dropped(plan: dict[str, object]) -> int:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import uuid
 from datetime import datetime
+from typing import Any
 
 import asyncpg
 import numpy as np
@@ -55,6 +56,18 @@ def default_floor(best: float) -> float:
     """The similarity a fact needs when the caller set none: SEMANTIC_MIN_SIMILARITY, or less when even
     the best hit is below it (then a floor relative to the best)."""
     return min(SEMANTIC_MIN_SIMILARITY, best - RELATIVE_SIMILARITY_SPAN)
+
+
+async def fetch_ranking(conn: asyncpg.Connection, sql: str, *args: Any, score: str = "score") -> Ranked:
+    """The ranking `sql` selects (rows of `id` and `score`, best first), sent as one row of two arrays
+    aggregated in the rows' order. Each row sent on its own is a message, a record, and two lookups by
+    name and a float() in Python: ~1.5 times the decoding of the arrays (300 rows 0.23 against 0.16 ms
+    of CPU), and a recall reads five or six rankings of up to 300 facts."""
+    row = await conn.fetchrow(
+        f"SELECT array_agg(ranked.id) AS ids, array_agg(ranked.{score}::float8) AS scores FROM ({sql}) ranked",
+        *args,
+    )
+    return list(zip(row["ids"] or (), row["scores"] or (), strict=True))
 
 
 async def semantic(
@@ -148,7 +161,8 @@ async def semantic_side(
             GROUP BY id
             ORDER BY distance, id
             LIMIT {limit_ref}"""
-    rows = await conn.fetch(
+    return await fetch_ranking(
+        conn,
         f"""
         WITH {size}
         -- The exact search cut to the `limit` best facts before the results are rounded and ordered:
@@ -168,8 +182,8 @@ async def semantic_side(
         LIMIT {limit_ref}
         """,
         *params.values,
+        score="similarity",
     )
-    return [(row["id"], float(row["similarity"])) for row in rows]
 
 
 def graph_seeds(semantic: Ranked) -> Ranked:
@@ -203,7 +217,8 @@ async def graph(
     # The floor less a margin for the float sums' last bits: what may still reach the floor is walked,
     # and rounded and sorted below; the rounded scores then meet the floor itself.
     near_floor = params.add(GRAPH_MIN_ACTIVATION - 1e-6)
-    rows = await conn.fetch(
+    return await fetch_ranking(
+        conn,
         f"""
         WITH seeds AS (SELECT * FROM unnest({spreading_ids}::uuid[], {seed_scores}::real[]) AS s(id, sim)),
         -- A seed's lightest entities (hubs named in many facts) that even all together cannot lift a
@@ -284,7 +299,6 @@ async def graph(
         """,
         *params.values,
     )
-    return [(row["id"], float(row["score"])) for row in rows]
 
 
 def best_of_parts(parts: list[Ranked], limit: int) -> Ranked:
@@ -293,6 +307,9 @@ def best_of_parts(parts: list[Ranked], limit: int) -> Ranked:
     to `limit`. Each part's `limit` best hold the whole's: a fact outranked in its best part by `limit`
     others is outranked by them in the whole. A score rounded in each part is the best score rounded:
     rounding keeps the order."""
+    found = [part for part in parts if part]
+    if len(found) == 1:  # already each fact once, best first (a bank with no sentence vectors)
+        return found[0][:limit]
     best: dict[uuid.UUID, float] = {}
     for part in parts:
         for unit_id, score in part:
@@ -316,7 +333,8 @@ async def temporal(
     lo, hi = params.add(start), params.add(end)
     where = scope.where(params)
     limit_ref = params.add(limit)
-    rows = await conn.fetch(
+    return await fetch_ranking(
+        conn,
         f"""
         WITH in_window AS MATERIALIZED (  -- exact distances: an HNSW scan filtered by dates would walk
             SELECT m.id, m.embedding      -- much of the index when few facts fall inside the window
@@ -360,4 +378,3 @@ async def temporal(
         """,
         *params.values,
     )
-    return [(row["id"], float(row["score"])) for row in rows]

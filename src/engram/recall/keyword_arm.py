@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 import asyncpg
 
 from engram.recall import keyword_plan
-from engram.recall.arms import Ranked, rounded_score
+from engram.recall.arms import Ranked, fetch_ranking, rounded_score
 from engram.recall.filters import UnitFilter
 from engram.recall.keyword_plan import BM25_B, BM25_K1, UBIQUITOUS_SHARE, KeywordPlan
 from engram.store import keyword_frequencies
@@ -127,7 +127,8 @@ async def score(
     lexemes, weights = params.add(list(plan.weights)), params.add(list(plan.weights.values()))
     lead, dated = params.add(LEAD_IN_WEIGHT), params.add(DATE_WEIGHT)
     average_length = params.add(plan.average_length)
-    rows = await conn.fetch(
+    return await fetch_ranking(
+        conn,
         f"""
         WITH words AS MATERIALIZED (SELECT * FROM unnest({lexemes}::text[], {weights}::float8[]) AS w(lexeme, weight)),
         postings AS NOT MATERIALIZED (  -- each use its own index-only scan, of the words it needs
@@ -149,8 +150,8 @@ async def score(
         LIMIT {params.add(limit)}
         """,
         *params.values,
+        score="rank",
     )
-    return [(row["id"], float(row["rank"])) for row in rows]
 
 
 async def _counted(
@@ -170,7 +171,8 @@ async def _counted(
         n = f"(SELECT count(*) FROM memory_units m WHERE {where})"
     else:
         n = f"greatest({params.add(scope_size)}::bigint, (SELECT count(*) FROM matched))"
-    rows = await conn.fetch(
+    return await fetch_ranking(
+        conn,
         f"""
         WITH query_terms AS MATERIALIZED (
             SELECT array_agg(DISTINCT lexeme) AS lexemes
@@ -205,5 +207,5 @@ async def _counted(
         LIMIT {params.add(limit)}
         """,
         *params.values,
+        score="rank",
     )
-    return [(row["id"], float(row["rank"])) for row in rows]
