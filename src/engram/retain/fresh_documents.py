@@ -40,7 +40,12 @@ async def write_fresh_documents(
     should write them one by one. Raises DocumentChanged when one gained chunks meanwhile. Their history
     events come once their facts are counted (`record_fresh_events`): this runs before they are all
     extracted."""
-    ids = [plan.document_id for plan in plans]
+    # A document whose id the server made for this retain cannot be written by anyone else: it is
+    # neither locked nor checked.
+    ids = [plan.document_id for plan in plans if not plan.items[0].document_id_made_here]
+    if not ids:
+        await _write_rows(conn, bank_id, plans, store_text, retain_params)
+        return True
     await lock_documents(conn, bank_id, ids)
     state = await conn.fetch(
         """
@@ -57,10 +62,16 @@ async def write_fresh_documents(
             raise DocumentChanged(row["document_id"])
     if any(row["has_leftovers"] for row in state):
         return False
+    await _write_rows(conn, bank_id, plans, store_text, retain_params)
+    return True
+
+
+async def _write_rows(
+    conn: Any, bank_id: str, plans: list[DocumentPlan], store_text: bool, retain_params: dict[str, dict[str, Any]],
+) -> None:
     await fw.upsert_documents(conn, bank_id, _document_rows(plans, store_text, retain_params))
     chunks = [(c.chunk_id, plan.document_id, c.index, c.text, c.content_hash) for plan in plans for c in plan.chunks]
     await fw.insert_chunks_of_documents(conn, bank_id, chunks)
-    return True
 
 
 async def record_fresh_events(conn: Any, bank_id: str, plans: list[DocumentPlan], facts_added: dict[str, int]) -> None:

@@ -113,6 +113,20 @@ async def _plan_document(
     return DocumentPlan(document_id, items, original, chunks, keep, [row["id"] for row in existing])
 
 
+async def _plan_documents(
+    services: Services, bank_id: str, groups: list[list[PreparedItem]], chunk_size: int
+) -> list[DocumentPlan]:
+    """Each document's plan, from what is stored under its id; a document whose id the server made
+    for this retain has nothing stored (no round trip when no document has a caller's id)."""
+    named = [group[0].document_id for group in groups if not group[0].document_id_made_here]
+    if not named:
+        return [await _plan_document(None, bank_id, group, chunk_size, []) for group in groups]
+    async with services.pool.acquire() as conn:
+        stored = await fw.existing_chunks_of(conn, bank_id, named)
+        return [await _plan_document(conn, bank_id, group, chunk_size, stored.get(group[0].document_id, []))
+                for group in groups]
+
+
 def chunks_at_once(services: Services) -> int:
     """How many chunks of one retain (or dry run) are extracted at once."""
     if services.llm is None:
@@ -378,11 +392,7 @@ async def retain_items(
     operation (ClaimLost)."""
     config = await services.bank_config(bank_id)
     chunk_size = int(config.get("retain_chunk_size") or 3000)
-    groups_of_items = _group_by_document(items)
-    async with services.pool.acquire() as conn:
-        stored = await fw.existing_chunks_of(conn, bank_id, [group[0].document_id for group in groups_of_items])
-        plans = [await _plan_document(conn, bank_id, group, chunk_size, stored.get(group[0].document_id, []))
-                 for group in groups_of_items]
+    plans = await _plan_documents(services, bank_id, _group_by_document(items), chunk_size)
     groups = groups_from_config(config)
     free_form = bool(config.get("entities_allow_free_form", True))
     units: dict[str, list[PendingUnit]] = {}

@@ -40,6 +40,9 @@ class PreparedItem:
     history_kind: str = "retain"  # the document event this retain records (migration 010)
     operation_id: uuid.UUID | None = None
     attachments: list[BlockAttachment] = field(default_factory=list)  # images and files of block content
+    # The server made `document_id` for this retain (the caller named none): nothing can be stored
+    # under it yet, so nothing is looked up or locked for it (`retain.fresh_documents`).
+    document_id_made_here: bool = False
 
 
 def _caller_types(item: MemoryItem) -> dict[str, str]:
@@ -126,6 +129,7 @@ def prepare_items(items: list[MemoryItem], document_tags: list[str] | None) -> l
                 text=text,
                 said_at=parse_item_timestamp(item.timestamp, f"{where}.timestamp", now),
                 document_id=item.document_id or str(uuid.uuid4()),
+                document_id_made_here=not item.document_id,
                 context=item.context,
                 metadata=dict(item.metadata or {}),
                 tags=merge_tags(item.tags, document_tags),

@@ -48,6 +48,7 @@ async def run_retain(services: Services, operation: asyncpg.Record, progress: Pr
             # Named after the operation, not at random: a re-run (its worker died after the commit, before
             # recording completion) then replaces these documents, reusing their chunks, instead of copying.
             ready.document_id = str(uuid.uuid5(operation["id"], str(ready.index)))
+            ready.document_id_made_here = False  # a re-run finds what the first run stored under it
             ready.update_mode = "replace"
 
     outcome = await retain_replanned(services, operation["bank_id"], prepared, claim=claim_of(operation),
