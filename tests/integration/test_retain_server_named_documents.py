@@ -1,8 +1,8 @@
 """A document whose id the server makes for a retain (the caller named none) cannot hold anything
-yet: the retain neither looks up what is stored under it nor locks it (`PreparedItem.
-document_id_made_here`), while a document the caller names is still looked up and locked. (A queued
-retain names its documents after its operation, so that a re-run replaces them: those are looked up,
-which `test_topology.py`'s killed worker checks.)"""
+yet: the retain neither looks up what is stored under it nor locks it
+(`PreparedItem.document_id_made_here`), while a document the caller names is still looked up and
+locked. (A queued retain names its documents after its operation, so that a re-run replaces them:
+those are looked up, which `test_topology.py`'s killed worker checks.)"""
 
 from __future__ import annotations
 

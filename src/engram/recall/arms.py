@@ -62,7 +62,8 @@ async def fetch_ranking(conn: asyncpg.Connection, sql: str, *args: Any, score: s
     """The ranking `sql` selects (rows of `id` and `score`, best first), sent as one row of two arrays
     aggregated in the rows' order. Each row sent on its own is a message, a record, and two lookups by
     name and a float() in Python: ~1.5 times the decoding of the arrays (300 rows 0.23 against 0.16 ms
-    of CPU), and a recall reads five or six rankings of up to 300 facts."""
+    of CPU), and a recall reads five or six rankings of up to 300 facts. (A plain aggregate over an
+    ordered subquery takes its rows in that order; the arms' tests see any other.)"""
     row = await conn.fetchrow(
         f"SELECT array_agg(ranked.id) AS ids, array_agg(ranked.{score}::float8) AS scores FROM ({sql}) ranked",
         *args,
