@@ -5,6 +5,7 @@ how much of it was work no one waited on (`engram.cpu_priority`)."""
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Iterator
 
 import httpx
@@ -17,10 +18,16 @@ COUNTERS = ("engram_embedder_texts_total", "engram_embedder_tokens_total", "engr
 
 @pytest.fixture
 def own_server(isolated_dsn: str) -> Iterator[httpx.Client]:
-    """A server of its own (offline), so no other test's work moves its counters."""
+    """A server of its own (offline), so no other test's work moves its counters, once it has embedded
+    its warm-up text (`api.app.warm_models` runs in the background after /health answers: on a busy
+    machine its text landed among a retain's)."""
     running = start_server(isolated_dsn, name="embedder-metrics")
     try:
         with running.client() as client:
+            deadline = time.monotonic() + 60
+            while counters(client)["engram_embedder_texts_total"] < 1:
+                assert time.monotonic() < deadline, "the server never embedded its warm-up text"
+                time.sleep(0.05)
             yield client
     finally:
         running.stop()
