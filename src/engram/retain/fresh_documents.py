@@ -42,10 +42,18 @@ async def write_fresh_documents(
     extracted."""
     # A document whose id the server made for this retain cannot be written by anyone else: it is
     # neither locked nor checked.
-    ids = [plan.document_id for plan in plans if not plan.items[0].document_id_made_here]
-    if not ids:
-        await _write_rows(conn, bank_id, plans, store_text, retain_params)
-        return True
+    named = [plan.document_id for plan in plans if not plan.items[0].document_id_made_here]
+    if named and not await _locked_unwritten(conn, bank_id, named):
+        return False
+    await fw.upsert_documents(conn, bank_id, _document_rows(plans, store_text, retain_params))
+    chunks = [(c.chunk_id, plan.document_id, c.index, c.text, c.content_hash) for plan in plans for c in plan.chunks]
+    await fw.insert_chunks_of_documents(conn, bank_id, chunks)
+    return True
+
+
+async def _locked_unwritten(conn: Any, bank_id: str, ids: list[str]) -> bool:
+    """Lock the documents `ids`; False when one holds leftovers (facts, attachments). Raises
+    DocumentChanged when one gained chunks since it was planned."""
     await lock_documents(conn, bank_id, ids)
     state = await conn.fetch(
         """
@@ -60,18 +68,7 @@ async def write_fresh_documents(
     for row in state:
         if row["has_chunks"]:
             raise DocumentChanged(row["document_id"])
-    if any(row["has_leftovers"] for row in state):
-        return False
-    await _write_rows(conn, bank_id, plans, store_text, retain_params)
-    return True
-
-
-async def _write_rows(
-    conn: Any, bank_id: str, plans: list[DocumentPlan], store_text: bool, retain_params: dict[str, dict[str, Any]],
-) -> None:
-    await fw.upsert_documents(conn, bank_id, _document_rows(plans, store_text, retain_params))
-    chunks = [(c.chunk_id, plan.document_id, c.index, c.text, c.content_hash) for plan in plans for c in plan.chunks]
-    await fw.insert_chunks_of_documents(conn, bank_id, chunks)
+    return not any(row["has_leftovers"] for row in state)
 
 
 async def record_fresh_events(conn: Any, bank_id: str, plans: list[DocumentPlan], facts_added: dict[str, int]) -> None:
