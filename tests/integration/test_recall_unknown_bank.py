@@ -20,7 +20,7 @@ from engram import Memory
 from engram.api.app import close_services, open_services
 from engram.recall import arms, keyword_arm
 from engram.recall.filters import UnitFilter
-from engram.recall.neighbours import fetch_neighbours
+from engram.recall.rows import fetch_candidates
 from engram.settings import Settings
 from engram.store import statistics
 from engram.store.migrate import apply_migrations
@@ -89,20 +89,24 @@ async def facts_fetched(conn: asyncpg.Connection) -> int:
 async def test_each_facts_neighbours_are_looked_up_in_its_chunk_whatever_the_statistics(
     stale: asyncpg.Connection,
 ) -> None:
-    """The neighbours of a recall's hundred best facts: with the scope's bank condition inside the join,
-    every fact of the bank was fetched for each of them."""
+    """The neighbours of a recall's hundred best facts, fetched with the candidates: with the scope's
+    bank condition inside the join, every fact of the bank was fetched for each of them."""
     rows = await stale.fetch(
         "SELECT id, text FROM memory_units WHERE bank_id = 'grown' AND text LIKE '% %.2' ORDER BY text LIMIT 100")
     async with stale.transaction():
         before = await facts_fetched(stale)
-        found = await fetch_neighbours(stale, SCOPE, [row["id"] for row in rows])  # a connection serves as the pool
+        candidates, found = await fetch_candidates(  # a connection serves as the pool
+            stale, SCOPE, [], EMBEDDING, neighbours_of=[row["id"] for row in rows])
         fetched = await facts_fetched(stale) - before
-    # its document's facts for each fact (300 here), not the bank's (151,500 before)
-    assert fetched <= 5 * len(rows), f"{fetched} facts fetched for the neighbours of {len(rows)}"
+    # its document's facts for each fact (300 here) and the neighbours' rows (200), not the bank's
+    # (151,500 before)
+    assert fetched <= 8 * len(rows), f"{fetched} facts fetched for the neighbours of {len(rows)}"
     texts = {r["id"]: r["text"] for r in await stale.fetch("SELECT id, text FROM memory_units WHERE bank_id = 'grown'")}
     for row in rows:  # "grown c.2" sits between "grown c.1" and "grown c.3"
         stem = row["text"][: -len(".2")]
         assert sorted(texts[n] for n, _ in found[row["id"]]) == [f"{stem}.1", f"{stem}.3"]
+        # the neighbours come as candidates too: their share may lift them among the results
+        assert all(candidates[n]["text"] == texts[n] for n, _ in found[row["id"]])
 
 
 async def test_the_graph_arm_checks_each_reached_fact_by_its_id_whatever_the_statistics(

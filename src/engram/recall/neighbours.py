@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import uuid
 
-import asyncpg
-
 from engram.recall.filters import UnitFilter
 from engram.store.sql import SqlParams
 
@@ -25,9 +23,10 @@ NEIGHBOUR_SOURCES = 100
 Neighbours = dict[uuid.UUID, list[tuple[uuid.UUID, bool]]]
 
 
-async def fetch_neighbours(pool: asyncpg.Pool, scope: UnitFilter, unit_ids: list[uuid.UUID]) -> Neighbours:
-    """Each fact's neighbours in its chunk (the fact before and the fact after), within the scope; the
-    fact after is a reply when this fact's own text (its part before " | ") holds a question mark.
+def neighbours_sql(params: SqlParams, scope: UnitFilter, unit_ids: list[uuid.UUID]) -> str:
+    """A query of each fact's neighbours in its chunk (the fact before and the fact after), within the
+    scope, as rows (unit, neighbour, reply): the fact after is a reply when this fact's own text (its
+    part before " | ") holds a question mark. The candidates' fetch runs it (`rows.fetch_candidates`).
 
     The facts are read by their ids, then each one's neighbours among the facts of its chunk, and only
     then are the neighbours held to the scope: a lookup per fact whatever PostgreSQL's statistics say.
@@ -36,13 +35,9 @@ async def fetch_neighbours(pool: asyncpg.Pool, scope: UnitFilter, unit_ids: list
     small retains since the table was last analysed) it expected one row there and read every fact of
     the bank for each of the hundred facts: 100-190 ms a recall at 3,000 facts, growing with the
     square of the bank, against ~1 ms."""
-    if not unit_ids:
-        return {}
-    params = SqlParams()
     ids = params.add(unit_ids)
     where = scope.where(params, alias="n")
-    rows = await pool.fetch(
-        f"""
+    return f"""
         SELECT c.id AS unit, n.id AS neighbour, n.reply
         FROM memory_units c
         CROSS JOIN LATERAL (
@@ -56,14 +51,7 @@ async def fetch_neighbours(pool: asyncpg.Pool, scope: UnitFilter, unit_ids: list
             OFFSET 0  -- a lookup per fact: the scope's conditions below stay out of it
         ) n
         WHERE c.id = ANY({ids}::uuid[]) AND {where}
-        ORDER BY c.id, n.id
-        """,
-        *params.values,
-    )
-    found: Neighbours = {}
-    for row in rows:
-        found.setdefault(row["unit"], []).append((row["neighbour"], bool(row["reply"])))
-    return found
+    """
 
 
 def share_with_neighbours(

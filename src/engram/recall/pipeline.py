@@ -20,7 +20,7 @@ from engram.recall.exclusion import keyword_text
 from engram.recall.filters import UnitFilter
 from engram.recall.include import include_chunks, include_entities, include_source_facts
 from engram.recall.kinds import kind_factor
-from engram.recall.neighbours import NEIGHBOUR_SOURCES, fetch_neighbours, share_with_neighbours
+from engram.recall.neighbours import NEIGHBOUR_SOURCES, share_with_neighbours
 from engram.recall.rows import fetch_candidates, result_payload
 from engram.recall.scope_size import facts_in_scope
 from engram.recall.scoring import best_first, fuse_scores, leading, proof_factor, recency_factor, temporal_factor
@@ -178,9 +178,13 @@ async def _recall_payload(
 
     ranked = await run_arms(services, scope, request, embedding, limit, window, config, timings)
     query_vector = await embedding
-    fused = await _with_neighbours(services, scope, fuse_scores(ranked), timings)
+    fused = fuse_scores(ranked)
+    ranked_ids = best_first(fused)
+    sources = leading(ranked_ids, fused, NEIGHBOUR_SOURCES)  # the candidates that share with their neighbours
+    rows, neighbours = await _timed("fetch", timings, fetch_candidates(
+        services.pool, scope, leading(ranked_ids, fused, limit), query_vector, neighbours_of=sources))
+    fused = share_with_neighbours(fused, sources, neighbours)
     top_ids = leading(best_first(fused), fused, limit)
-    rows = await _timed("fetch", timings, fetch_candidates(services.pool, top_ids, query_vector))
     fused = share_document_best(fused, top_ids, rows)
 
     reranked = await _rerank(services, config, request.query, top_ids, rows, timings)
@@ -226,14 +230,6 @@ async def _recall_payload(
             state, pending = await observation_freshness(services.pool, bank_id, request.tags, request.tags_match)
             response["trace"]["observations_freshness"] = {"state": state, "pending_facts": pending}
     return response
-
-
-async def _with_neighbours(
-    services: Services, scope: UnitFilter, fused: dict[uuid.UUID, float], timings: dict[str, float]
-) -> dict[uuid.UUID, float]:
-    sources = leading(best_first(fused), fused, NEIGHBOUR_SOURCES)
-    found = await _timed("neighbours", timings, fetch_neighbours(services.pool, scope, sources))
-    return share_with_neighbours(fused, sources, found)
 
 
 RERANK_MAX_CANDIDATES = 300
@@ -325,7 +321,6 @@ def _trace(
         "embed_ms": timings.get("embed"),
         "rerank_ms": timings.get("rerank"),
         "fetch_ms": timings.get("fetch"),
-        "neighbours_ms": timings.get("neighbours"),
         "include_entities_ms": timings.get("include_entities"),
         "total_ms": round((time.perf_counter() - started) * 1000, 2),
         "results": [

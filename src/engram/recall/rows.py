@@ -9,46 +9,82 @@ from typing import Any
 
 import asyncpg
 
+from engram.recall.filters import UnitFilter
+from engram.recall.neighbours import Neighbours, neighbours_sql
+from engram.store.sql import SqlParams
+
 CANDIDATE_COLUMNS = """
     m.id, m.text, m.fact_type, m.context, m.occurred_start, m.occurred_end, m.mentioned_at, m.created_at,
     m.document_id, NULLIF(m.metadata, '{}'::jsonb) AS metadata, m.chunk_id, m.tags, m.source_memory_ids,
     m.proof_count, m.token_count
 """
-# Each unit's entity names (sorted) and their kinds (for the asked kind's boost), for the units `$1`
-# names: one join for all of them. A subquery per row did the same work ~300 times over (2.6 of a
-# recall's 3.3 ms of candidate fetch at 1,000 facts).
-_UNITS_WITH_NAMES = """
-    WITH names AS (
+# Each unit's entity names (sorted) and their kinds (for the asked kind's boost), for the units the
+# SQL array `{ids}` names: one join for all of them. A subquery per row did the same work ~300 times
+# over (2.6 of a recall's 3.3 ms of candidate fetch at 1,000 facts).
+_NAMES = """
+    names AS (
         SELECT ue.unit_id, array_agg(e.canonical_name ORDER BY e.canonical_name) AS entity_names,
                array_agg(DISTINCT e.entity_type) FILTER (WHERE e.entity_type IS NOT NULL) AS entity_types
         FROM unit_entities ue JOIN entities e ON e.id = ue.entity_id
-        WHERE ue.unit_id = ANY($1::uuid[])
+        WHERE ue.unit_id = ANY({ids})
         GROUP BY ue.unit_id
     )
-    SELECT {columns}, coalesce(n.entity_names, '{{}}') AS entity_names,
-           coalesce(n.entity_types, '{{}}') AS entity_types{extra}
+"""
+_WITH_NAMES = """coalesce(n.entity_names, '{}') AS entity_names, coalesce(n.entity_types, '{}') AS entity_types"""
+_UNITS_WITH_NAMES = f"""
+    WITH {_NAMES.format(ids="$1::uuid[]")}
+    SELECT {CANDIDATE_COLUMNS}, {_WITH_NAMES}
     FROM memory_units m LEFT JOIN names n ON n.unit_id = m.id
     WHERE m.id = ANY($1::uuid[])
 """
 
 
 async def fetch_candidates(
-    pool: asyncpg.Pool, unit_ids: list[uuid.UUID], query_vector: Any
-) -> dict[uuid.UUID, asyncpg.Record]:
-    """What scoring, the budget and the results need. Entity names (and their kinds, for the asked
-    kind's boost) come in the same round trip: most candidates are kept (a budget of 4,096 tokens holds
-    ~200 short facts), so a second query for the kept ones cost more than the names of the few dropped."""
-    if not unit_ids:
-        return {}
-    sql = _UNITS_WITH_NAMES.format(columns=CANDIDATE_COLUMNS, extra=", 1 - (m.embedding <=> $2::vector) AS similarity")
-    rows = await pool.fetch(sql, unit_ids, query_vector)
-    return {row["id"]: row for row in rows}
+    pool: asyncpg.Pool, scope: UnitFilter, unit_ids: list[uuid.UUID], query_vector: Any,
+    neighbours_of: list[uuid.UUID],
+) -> tuple[dict[uuid.UUID, asyncpg.Record], Neighbours]:
+    """What scoring, the budget and the results need of the candidates `unit_ids`, and in the same
+    round trip the neighbours of the facts `neighbours_of` (`neighbours.neighbours_sql`), whose rows
+    come with the candidates': a neighbour's share may lift it among the results, and only a neighbour
+    can rise there (the others keep their scores). Two queries one after the other, the neighbours'
+    and the candidates', were two round trips on a recall's way (~0.4 ms of ~15 at 1,000 facts).
+
+    Entity names (and their kinds, for the asked kind's boost) come in the same round trip: most
+    candidates are kept (a budget of 4,096 tokens holds ~200 short facts), so a second query for the
+    kept ones cost more than the names of the few dropped."""
+    if not unit_ids and not neighbours_of:
+        return {}, {}
+    params = SqlParams()
+    neighbours = neighbours_sql(params, scope, neighbours_of)
+    ids, vector = params.add(unit_ids), params.add(query_vector)
+    rows = await pool.fetch(
+        f"""
+        WITH neighbours AS MATERIALIZED ({neighbours}),
+        wanted AS MATERIALIZED (
+            SELECT ARRAY(SELECT unnest({ids}::uuid[]) UNION SELECT neighbour FROM neighbours) AS ids
+        ),
+        {_NAMES.format(ids="(SELECT ids FROM wanted)::uuid[]")},
+        shares AS (  -- the facts each neighbour is a neighbour of
+            SELECT neighbour, array_agg(unit) AS units, array_agg(reply) AS replies FROM neighbours GROUP BY neighbour
+        )
+        SELECT {CANDIDATE_COLUMNS}, {_WITH_NAMES}, 1 - (m.embedding <=> {vector}::vector) AS similarity,
+               s.units AS neighbour_of, s.replies AS reply_to
+        FROM memory_units m LEFT JOIN names n ON n.unit_id = m.id LEFT JOIN shares s ON s.neighbour = m.id
+        WHERE m.id = ANY((SELECT ids FROM wanted)::uuid[])
+        """,
+        *params.values,
+    )
+    found: Neighbours = {}
+    for row in rows:
+        for unit, reply in zip(row["neighbour_of"] or (), row["reply_to"] or (), strict=True):
+            found.setdefault(unit, []).append((row["id"], bool(reply)))
+    return {row["id"]: row for row in rows}, found
 
 
 async def fetch_units(pool: asyncpg.Pool, unit_ids: list[uuid.UUID]) -> dict[uuid.UUID, asyncpg.Record]:
     if not unit_ids:
         return {}
-    rows = await pool.fetch(_UNITS_WITH_NAMES.format(columns=CANDIDATE_COLUMNS, extra=""), unit_ids)
+    rows = await pool.fetch(_UNITS_WITH_NAMES, unit_ids)
     return {row["id"]: row for row in rows}
 
 
