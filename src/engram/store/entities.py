@@ -67,31 +67,22 @@ async def link_units_to_entities(
     conn: asyncpg.Connection, bank_id: str, links: list[tuple[uuid.UUID, uuid.UUID, str]]
 ) -> None:
     """links: (unit_id, entity_id, the name as written), one per unit and entity. Also bumps mention
-    counts and co-occurrence counts."""
+    counts and co-occurrence counts. One statement for the three tables (each part reads only the
+    arguments): three were three round trips of every retain's transaction, its locks held meanwhile.
+    The entities are locked already (`touch_entities`, or created in this transaction)."""
     if not links:
         return
-    units = [u for u, _, _ in links]
-    ents = [e for _, e, _ in links]
     await conn.execute(
         """
-        INSERT INTO unit_entities (unit_id, entity_id, bank_id, mention)
-        SELECT u, e, $1, n FROM unnest($2::uuid[], $3::uuid[], $4::text[]) AS t(u, e, n) ON CONFLICT DO NOTHING
-        """,
-        bank_id,
-        units,
-        ents,
-        [n for _, _, n in links],
-    )
-    await conn.execute(
-        """
-        UPDATE entities e SET mention_count = e.mention_count + t.n
-        FROM (SELECT x AS id, count(*) AS n FROM unnest($1::uuid[]) AS x GROUP BY x ORDER BY x) t
-        WHERE e.id = t.id
-        """,
-        ents,
-    )
-    await conn.execute(
-        """
+        WITH linked AS (
+            INSERT INTO unit_entities (unit_id, entity_id, bank_id, mention)
+            SELECT u, e, $1, n FROM unnest($2::uuid[], $3::uuid[], $4::text[]) AS t(u, e, n) ON CONFLICT DO NOTHING
+        ),
+        counted AS (
+            UPDATE entities e SET mention_count = e.mention_count + t.n
+            FROM (SELECT x AS id, count(*) AS n FROM unnest($3::uuid[]) AS x GROUP BY x ORDER BY x) t
+            WHERE e.id = t.id
+        )
         INSERT INTO entity_cooccurrences (bank_id, entity_a, entity_b, count, last_cooccurred)
         SELECT $1, a.e, b.e, count(*), now()
         FROM unnest($2::uuid[], $3::uuid[]) AS a(u, e)
@@ -102,8 +93,9 @@ async def link_units_to_entities(
             SET count = entity_cooccurrences.count + excluded.count, last_cooccurred = now()
         """,
         bank_id,
-        units,
-        ents,
+        [u for u, _, _ in links],
+        [e for _, e, _ in links],
+        [n for _, _, n in links],
     )
 
 
