@@ -43,16 +43,26 @@ class Services:
     async def bank_config(self, bank_id: str) -> dict[str, Any]:
         """The bank's effective config (env defaults + its overrides); defaults for an unknown bank."""
         from engram.bank_config import resolve_config
+        from engram.bank_prefetch import take
 
-        overrides = await self.pool.fetchval("SELECT config FROM banks WHERE bank_id = $1", bank_id)
+        if (prefetched := take(bank_id)) is not None:
+            overrides = prefetched.overrides
+        else:
+            overrides = await self.pool.fetchval("SELECT config FROM banks WHERE bank_id = $1", bank_id)
         return resolve_config(self.settings.bank_defaults, overrides or {}, bank_id)
 
     async def existing_bank_config(self, bank_id: str) -> dict[str, Any] | None:
-        """The bank's effective config, or None when there is no such bank (one round trip for both)."""
+        """The bank's effective config, or None when there is no such bank (one round trip for both, or
+        none when the request's alias lookup read it: `engram.bank_prefetch`)."""
         from engram.bank_config import resolve_config
+        from engram.bank_prefetch import take
 
-        row = await self.pool.fetchrow("SELECT config FROM banks WHERE bank_id = $1", bank_id)
-        return None if row is None else resolve_config(self.settings.bank_defaults, row["config"] or {}, bank_id)
+        if (prefetched := take(bank_id)) is not None:
+            exists, overrides = prefetched.exists, prefetched.overrides
+        else:
+            row = await self.pool.fetchrow("SELECT config FROM banks WHERE bank_id = $1", bank_id)
+            exists, overrides = row is not None, row["config"] if row is not None else None
+        return resolve_config(self.settings.bank_defaults, overrides or {}, bank_id) if exists else None
 
 
 def _link_counts() -> LinkCounts:

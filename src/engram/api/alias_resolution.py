@@ -11,7 +11,9 @@ import logging
 from typing import Any
 from urllib.parse import quote
 
+from engram import bank_prefetch
 from engram.api.auth import BANKS_PREFIX, MCP_PREFIX, ASGIApp, Receive, Scope, Send
+from engram.bank_prefetch import PrefetchedBank
 from engram.store import aliases as store
 
 log = logging.getLogger("engram.api")
@@ -29,8 +31,17 @@ def _path_bank(path: str) -> tuple[str, str, str] | None:
     return None
 
 
+# The routes (after the bank's segment) whose handlers read the bank's settings first (recall and
+# retain): their lookup reads the bank's row too, for the handler to take (`engram.bank_prefetch`).
+PREFETCHING = frozenset({("POST", "/memories"), ("POST", "/memories/recall")})
+
+
+def _services(scope: Scope) -> Any:
+    return getattr(getattr(scope.get("app"), "state", None), "services", None)
+
+
 async def _lookup(scope: Scope, name: str) -> str | None:
-    services = getattr(getattr(scope.get("app"), "state", None), "services", None)
+    services = _services(scope)
     if services is None:
         return None
     try:
@@ -40,21 +51,39 @@ async def _lookup(scope: Scope, name: str) -> str | None:
         return None
 
 
+async def _lookup_with_bank(scope: Scope, name: str) -> tuple[str | None, PrefetchedBank | None]:
+    """`_lookup`, and the bank's row read in the same round trip (None when it could not be read)."""
+    services = _services(scope)
+    if services is None:
+        return None, None
+    try:
+        alias_of, found, config = await store.resolve_with_config(services.pool, name)
+    except Exception:  # as `_lookup`: the handler's own read answers it
+        log.debug("alias lookup for %r failed", name, exc_info=True)
+        return None, None
+    return alias_of, PrefetchedBank(alias_of or name, found, config)
+
+
 def _remember(scope: Scope, alias: str) -> None:
     scope.setdefault("state", {})[ALIAS_STATE_KEY] = alias
 
 
-async def resolve_scope(scope: Scope) -> None:
-    """Rewrite the scope's bank id in place when it is an alias."""
+async def resolve_scope(scope: Scope) -> PrefetchedBank | None:
+    """Rewrite the scope's bank id in place when it is an alias; for a recall or a retain, return the
+    bank's row as well."""
     found = _path_bank(scope["path"])
     if found is not None:
         prefix, segment, rest = found
-        bank_id = await _lookup(scope, segment)
+        prefetched = None
+        if prefix == BANKS_PREFIX and (scope.get("method"), rest) in PREFETCHING:
+            bank_id, prefetched = await _lookup_with_bank(scope, segment)
+        else:
+            bank_id = await _lookup(scope, segment)
         if bank_id is not None:
             scope["path"] = f"{prefix}/{bank_id}{rest}"
             scope["raw_path"] = quote(scope["path"]).encode("ascii")
             _remember(scope, segment)
-        return
+        return prefetched
     if scope["path"] in (MCP_PREFIX, MCP_PREFIX + "/"):
         headers: list[Any] = list(scope.get("headers") or [])
         for index, (key, value) in enumerate(headers):
@@ -65,7 +94,8 @@ async def resolve_scope(scope: Scope) -> None:
                     headers[index] = (key, bank_id.encode("latin-1"))
                     scope["headers"] = headers
                     _remember(scope, alias)
-                return
+                return None
+    return None
 
 
 class BankAliasResolution:
@@ -73,6 +103,15 @@ class BankAliasResolution:
         self.app = app
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] in ("http", "websocket"):
-            await resolve_scope(scope)
-        await self.app(scope, receive, send)
+        if scope["type"] not in ("http", "websocket"):
+            await self.app(scope, receive, send)
+            return
+        prefetched = await resolve_scope(scope)
+        if prefetched is None:
+            await self.app(scope, receive, send)
+            return
+        token = bank_prefetch.offer(prefetched)
+        try:
+            await self.app(scope, receive, send)
+        finally:
+            bank_prefetch.withdraw(token)

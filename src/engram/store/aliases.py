@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import asyncpg
 
 from engram.store.tx import Conn
@@ -10,6 +12,21 @@ from engram.store.tx import Conn
 async def resolve(conn: Conn, name: str) -> str | None:
     """The bank `name` is an alias of, or None when it is not an alias."""
     return await conn.fetchval("SELECT bank_id FROM bank_aliases WHERE alias = $1", name)
+
+
+async def resolve_with_config(conn: Conn, name: str) -> tuple[str | None, bool, dict[str, Any] | None]:
+    """`resolve`, and in the same round trip the bank's row: (the bank `name` is an alias of or None,
+    whether that bank (or `name` itself) exists, its `config`)."""
+    row = await conn.fetchrow(
+        """
+        SELECT a.bank_id AS alias_of, b.bank_id IS NOT NULL AS found, b.config
+        FROM (SELECT $1::text AS name) asked
+        LEFT JOIN bank_aliases a ON a.alias = asked.name
+        LEFT JOIN banks b ON b.bank_id = coalesce(a.bank_id, asked.name)
+        """,
+        name,
+    )
+    return row["alias_of"], row["found"], row["config"]
 
 
 async def list_aliases(conn: Conn, bank_id: str) -> list[asyncpg.Record]:
