@@ -49,7 +49,8 @@ async def test_bulk_links_match_the_exact_nearest_facts(isolated_dsn: str, caplo
     caplog.set_level(logging.DEBUG, logger="engram.store")
     memory = Memory(database_url=isolated_dsn)
     try:
-        # A larger bank first, so the small one below takes the exact search (facts_write.links_searched_exactly).
+        # A larger bank first: the small one below is searched beside it (exactly, as every bank of up to
+        # facts_write.EXACT_LINKS_MAX_FACTS).
         seen_by_call: list[set] = []
         for start in range(0, 100, 25):
             memory.retain_batch("large", items(range(1000 + start, 1000 + start + 25)))

@@ -330,12 +330,14 @@ _LINK_NEAREST = """
 # ~33,000, and a statement's time is bounded (the pool's 300 s `command_timeout`).
 LINK_STATEMENT_FACTS = 2_000
 
-# A bank this small, and at most this share of all the facts, is searched exactly for its semantic links:
-# the HNSW index, filtered to the bank, walks the other banks' vectors before it finds the bank's own
-# (two facts of a 470-fact bank stored beside 8,000 others: 11.9 ms, against 0.8 ms with the bank
-# alone), while reading a small bank's own rows once costs well under a millisecond.
+# A bank this small is searched exactly for its semantic links: reading its rows once costs well under a
+# millisecond. Through the HNSW index, filtered to the bank, a small bank beside larger ones has the
+# other banks' vectors walked first (two facts of a 470-fact bank stored beside 8,000 others: 11.9 ms,
+# against 0.8 ms with the bank alone); alone in the table it is found as fast, but the search needs
+# the planner's settings set before it and reset after (`hnsw_link_settings`), two more round trips of
+# the retain's transaction: a bulk call of 100 harness items into a bank growing to 1,000 facts took
+# 1.50 ms of PostgreSQL's CPU an item searched exactly against 1.64 through the index.
 EXACT_LINKS_MAX_FACTS = 1_000
-EXACT_LINKS_MAX_SHARE = 0.25
 # The two ways to read the bank's facts for their nearest: `BANK_FACTS` read once (a CTE; exact), or
 # `INDEXED_FACTS` through the HNSW index (ordered by `indexed_distance`) once `hnsw_link_settings` has
 # set the transaction up for it.
@@ -358,23 +360,19 @@ def hnsw_link_settings(per_unit: int) -> str:
     return f"SET LOCAL enable_sort = off; SET LOCAL hnsw.ef_search = {int(per_unit) + 1}"
 
 
-def links_searched_exactly(bank_facts: int, table_facts: float) -> bool:
-    """Whether a bank of `bank_facts` in a table of about `table_facts` facts (PostgreSQL's estimate; -1
-    or 0 before it first analyses the table) gets its semantic links from an exact search."""
-    return bank_facts <= EXACT_LINKS_MAX_FACTS and 0 < bank_facts <= EXACT_LINKS_MAX_SHARE * table_facts
+def links_searched_exactly(bank_facts: int) -> bool:
+    """Whether a bank of `bank_facts` facts gets its semantic links from an exact search."""
+    return 0 < bank_facts <= EXACT_LINKS_MAX_FACTS
 
 
 async def semantic_search_is_exact(conn: asyncpg.Connection, bank_id: str) -> bool:
     """Whether the bank's semantic links come from an exact search (`links_searched_exactly`)."""
-    size = await conn.fetchrow(
-        """
-        SELECT (SELECT count(*) FROM (SELECT 1 FROM memory_units
-                                      WHERE bank_id = $1 AND fact_type <> 'observation' LIMIT $2) s) AS bank_facts,
-               (SELECT reltuples FROM pg_class WHERE oid = 'memory_units'::regclass) AS table_facts
-        """,
+    bank_facts = await conn.fetchval(
+        "SELECT count(*) FROM (SELECT 1 FROM memory_units"
+        " WHERE bank_id = $1 AND fact_type <> 'observation' LIMIT $2) s",
         bank_id, EXACT_LINKS_MAX_FACTS + 1,
     )
-    return links_searched_exactly(size["bank_facts"], size["table_facts"])
+    return links_searched_exactly(bank_facts)
 
 
 async def insert_semantic_links(
@@ -383,8 +381,8 @@ async def insert_semantic_links(
 ) -> None:
     """Link each new unit to its nearest neighbours in the bank with cosine similarity ≥ min_similarity.
 
-    A small bank among larger ones (`links_searched_exactly`) is searched exactly: its facts are read
-    once and each new unit sorts them by distance. Otherwise the neighbours come from the HNSW index.
+    A small bank (`links_searched_exactly`) is searched exactly: its facts are read once and each new
+    unit sorts them by distance. Otherwise the neighbours come from the HNSW index.
     Left to itself, the planner sorts the whole bank by distance for each new unit on banks of a few
     thousand facts (its estimate of the index is cautious): 18 ms a unit at 3,600 facts, growing with
     the bank, against 0.7 ms through the index. Sorting is switched off for that statement, so the
