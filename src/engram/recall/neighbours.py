@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import uuid
 
+import asyncpg
+
 from engram.recall.filters import UnitFilter
 from engram.store.sql import SqlParams
 
@@ -52,6 +54,16 @@ def neighbours_sql(params: SqlParams, scope: UnitFilter, unit_ids: list[uuid.UUI
         ) n
         WHERE c.id = ANY({ids}::uuid[]) AND {where}
     """
+
+
+async def fetch_neighbours(pool: asyncpg.Pool, scope: UnitFilter, unit_ids: list[uuid.UUID]) -> Neighbours:
+    """`neighbours_sql` alone: each fact's neighbours (`bench/locomo_ablation.py` reads every fact's)."""
+    params = SqlParams()
+    rows = await pool.fetch(neighbours_sql(params, scope, unit_ids), *params.values) if unit_ids else []
+    found: Neighbours = {}
+    for row in rows:
+        found.setdefault(row["unit"], []).append((row["neighbour"], bool(row["reply"])))
+    return found
 
 
 def share_with_neighbours(
