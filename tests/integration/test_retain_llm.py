@@ -68,6 +68,27 @@ def test_llm_facts_are_stored_with_types_entities_and_causes(
     assert stats["links_by_link_type"].get("causal") == 1
 
 
+def test_new_documents_are_written_with_their_history_once_their_facts_are_extracted(
+    http: httpx.Client, llm: ScriptedLLM, bank_id: str
+) -> None:
+    """Through an LLM every fact is extracted before the transaction opens: a new document's row, its
+    chunk and its history event (with the facts it added, counted by the retain) go in one statement
+    (`fresh_documents.write_fresh_documents`), and the event is not written again after the facts."""
+    llm.handler = lambda request: EXTRACTED if request.schema_name == "ExtractionOutput" else Reply.error(400)
+    response = http.post(f"/v1/default/banks/{bank_id}/memories", json={"items": [
+        {"content": "user: my Tokyo flight got cancelled!", "document_id": "trip-log"},
+        {"content": "assistant: I rebooked you on JAL.", "document_id": "trip-log-2"},
+    ]})
+    assert response.status_code == 200, response.text
+    for document_id in ("trip-log", "trip-log-2"):
+        base = f"/v1/default/banks/{bank_id}/documents/{document_id}"
+        history = [{k: e[k] for k in ("kind", "facts_added", "facts_removed")}
+                   for e in http.get(f"{base}/history").json()["items"]]
+        assert history == [{"kind": "retain", "facts_added": 2, "facts_removed": 0}], document_id
+        assert [c["chunk_text"] for c in http.get(f"{base}/chunks").json()["items"]] == [
+            http.get(base).json()["original_text"]]
+
+
 def test_a_failing_llm_fails_the_retain_and_writes_nothing(http: httpx.Client, llm: ScriptedLLM, bank_id: str) -> None:
     llm.handler = lambda request: Reply.error(500, "upstream exploded")
     response = http.post(f"/v1/default/banks/{bank_id}/memories", json={"items": [{"content": "Remember this."}]})

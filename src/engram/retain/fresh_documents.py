@@ -12,10 +12,12 @@ deleted, attachments) goes the one-by-one way."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from engram.errors import DocumentChanged
 from engram.store import facts_write as fw
+from engram.store.sql import SqlParams
 from engram.store.writer_locks import lock_documents
 
 if TYPE_CHECKING:
@@ -35,19 +37,30 @@ def all_fresh(plans: list[DocumentPlan]) -> bool:
 
 async def write_fresh_documents(
     conn: Any, bank_id: str, plans: list[DocumentPlan], store_text: bool, retain_params: dict[str, dict[str, Any]],
+    facts_added: Mapping[str, int] | None = None,
 ) -> bool:
-    """The documents' rows and chunks; False (nothing written) when one holds leftovers and the caller
-    should write them one by one. Raises DocumentChanged when one gained chunks meanwhile. Their history
-    events come once their facts are counted (`record_fresh_events`): this runs before they are all
-    extracted."""
+    """The documents' rows and chunks, and their history events when their facts are counted already
+    (`facts_added`: every fact extracted, as when an LLM extracts them) — else the caller writes those
+    once they are (`record_fresh_events`): all in one statement, each table's rows a part of it (they
+    were three round trips in a row of every retain). False (nothing written) when a document holds
+    leftovers and the caller should write them one by one. Raises DocumentChanged when one gained
+    chunks meanwhile."""
     # A document whose id the server made for this retain cannot be written by anyone else: it is
     # neither locked nor checked.
     named = [plan.document_id for plan in plans if not plan.items[0].document_id_made_here]
     if named and not await _locked_unwritten(conn, bank_id, named):
         return False
-    await fw.upsert_documents(conn, bank_id, _document_rows(plans, store_text, retain_params))
+    params = SqlParams()
+    bank = params.add(bank_id)
+    documents = params.add(_document_rows(plans, store_text, retain_params))
+    parts = [f"documents_written AS ({fw.upsert_documents_sql(bank, documents)})"]
     chunks = [(c.chunk_id, plan.document_id, c.index, c.text, c.content_hash) for plan in plans for c in plan.chunks]
-    await fw.insert_chunks_of_documents(conn, bank_id, chunks)
+    if chunks:  # their documents' key is checked once the whole statement's rows are in
+        columns = [params.add(column) for column in fw.chunk_columns(chunks)]
+        parts.append(f"chunks_written AS ({fw.insert_chunks_sql(bank, columns)})")
+    if facts_added is not None:
+        parts.append(f"events_written AS ({_events_sql(params, bank, plans, facts_added)})")
+    await conn.execute(f"WITH {', '.join(parts)} SELECT 1", *params.values)
     return True
 
 
@@ -71,17 +84,24 @@ async def _locked_unwritten(conn: Any, bank_id: str, ids: list[str]) -> bool:
     return not any(row["has_leftovers"] for row in state)
 
 
-async def record_fresh_events(conn: Any, bank_id: str, plans: list[DocumentPlan], facts_added: dict[str, int]) -> None:
+async def record_fresh_events(
+    conn: Any, bank_id: str, plans: list[DocumentPlan], facts_added: Mapping[str, int],
+) -> None:
     """The history event of each document `write_fresh_documents` wrote, with the facts it added."""
+    params = SqlParams()
+    await conn.execute(_events_sql(params, params.add(bank_id), plans, facts_added), *params.values)
+
+
+def _events_sql(params: SqlParams, bank: str, plans: list[DocumentPlan], facts_added: Mapping[str, int]) -> str:
     plans = sorted(plans, key=lambda p: p.document_id)
-    await conn.execute(
-        """
+    return f"""
         INSERT INTO document_events (bank_id, document_id, kind, operation_id, facts_added)
-        SELECT $1, u.d, u.k, u.o, u.n FROM unnest($2::text[], $3::text[], $4::uuid[], $5::int[]) AS u(d, k, o, n)
-        """,
-        bank_id, [plan.document_id for plan in plans], [plan.items[0].history_kind for plan in plans],
-        [plan.items[0].operation_id for plan in plans], [facts_added.get(plan.document_id, 0) for plan in plans],
-    )
+        SELECT {bank}, u.d, u.k, u.o, u.n
+        FROM unnest({params.add([plan.document_id for plan in plans])}::text[],
+                    {params.add([plan.items[0].history_kind for plan in plans])}::text[],
+                    {params.add([plan.items[0].operation_id for plan in plans])}::uuid[],
+                    {params.add([facts_added.get(plan.document_id, 0) for plan in plans])}::int[]) AS u(d, k, o, n)
+    """
 
 
 def _document_rows(plans: list[DocumentPlan], store_text: bool,

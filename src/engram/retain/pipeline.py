@@ -265,18 +265,26 @@ def _facts_added(pending: list[PendingUnit]) -> Counter[str]:
     return Counter(p.row.document_id for p in pending)
 
 
+def _extracted(extraction: Awaitable[Extracted]) -> bool:
+    """Whether every fact is extracted (and none failed): their counts are known."""
+    return isinstance(extraction, asyncio.Future) and extraction.done() and not extraction.cancelled() \
+        and extraction.exception() is None
+
+
 async def _write_documents(
     conn: Any, bank_id: str, plans: list[DocumentPlan], extraction: Awaitable[Extracted], store_text: bool
 ) -> int | None:
     """Each document's row and chunks, and the removal of what its new version drops: new documents
-    in one statement per table (`fresh_documents`), before their facts are all extracted, their
-    history events being the caller's to write once they are (`record_fresh_events`; returns None);
-    others one by one, with their events, after the extraction (returns how many facts their new
-    versions removed)."""
+    in one statement (`fresh_documents`), with their history events when their facts are all
+    extracted already (returns 0), else the caller writes those once they are (`record_fresh_events`;
+    returns None); others one by one, with their events, after the extraction (returns how many facts
+    their new versions removed)."""
     plans = sorted(plans, key=lambda p: p.document_id)
     params = {plan.document_id: _retain_params(plan.items[0]) for plan in plans}
-    if all_fresh(plans) and await write_fresh_documents(conn, bank_id, plans, store_text, params):
-        return None
+    if all_fresh(plans):
+        counted = _facts_added(extraction.result().pending) if _extracted(extraction) else None
+        if await write_fresh_documents(conn, bank_id, plans, store_text, params, counted):
+            return None if counted is None else 0
     added = _facts_added((await extraction).pending)
     removed_facts = 0
     for plan in plans:

@@ -95,27 +95,29 @@ async def upsert_document(
     }])
 
 
-async def upsert_documents(conn: asyncpg.Connection, bank_id: str, documents: list[dict[str, Any]]) -> None:
-    """Documents' rows, inserted or replaced, in one statement. Each dict holds the columns by name (id,
-    original_text, content_hash, tags, metadata, retain_params, observation_scopes); a JSON array
-    carries them, since PostgreSQL arrays cannot hold per-document lists and objects side by side."""
-    await conn.execute(
-        """
+def upsert_documents_sql(bank: str, documents: str) -> str:
+    """The statement of `upsert_documents`, its bank id and documents given as placeholders (to write
+    them in one statement with other rows: `retain.fresh_documents`)."""
+    return f"""
         INSERT INTO documents (bank_id, id, original_text, content_hash, tags, metadata, retain_params,
                                observation_scopes)
-        SELECT $1, d->>'id', d->>'original_text', d->>'content_hash',
+        SELECT {bank}, d->>'id', d->>'original_text', d->>'content_hash',
                ARRAY(SELECT jsonb_array_elements_text(coalesce(d->'tags', '[]'))),
                NULLIF(d->'metadata', 'null'::jsonb), NULLIF(d->'retain_params', 'null'::jsonb),
                NULLIF(d->'observation_scopes', 'null'::jsonb)
-        FROM jsonb_array_elements($2::jsonb) AS d
+        FROM jsonb_array_elements({documents}::jsonb) AS d
         ON CONFLICT (bank_id, id) DO UPDATE SET
             original_text = excluded.original_text, content_hash = excluded.content_hash,
             tags = excluded.tags, metadata = excluded.metadata, retain_params = excluded.retain_params,
             observation_scopes = excluded.observation_scopes, updated_at = now()
-        """,
-        bank_id,
-        documents,
-    )
+    """
+
+
+async def upsert_documents(conn: asyncpg.Connection, bank_id: str, documents: list[dict[str, Any]]) -> None:
+    """Documents' rows, inserted or replaced, in one statement. Each dict holds the columns by name (id,
+    original_text, content_hash, tags, metadata, retain_params, observation_scopes); a JSON array
+    carries them, since PostgreSQL arrays cannot hold per-document lists and objects side by side."""
+    await conn.execute(upsert_documents_sql("$1", "$2"), bank_id, documents)
 
 
 async def delete_document_units_except(
@@ -159,20 +161,30 @@ async def insert_chunks(
     await insert_chunks_of_documents(conn, bank_id, [(id_, document_id, *rest) for id_, *rest in chunks])
 
 
+def insert_chunks_sql(bank: str, columns: list[str]) -> str:
+    """The statement of `insert_chunks_of_documents`, its bank id and the chunks' five columns (arrays of
+    ids, document ids, indexes, texts, hashes) given as placeholders."""
+    ids, documents, indexes, texts, hashes = columns
+    return f"""
+        INSERT INTO chunks (id, bank_id, document_id, chunk_index, chunk_text, content_hash)
+        SELECT u.id, {bank}, u.doc, u.idx, u.txt, u.hash
+        FROM unnest({ids}::text[], {documents}::text[], {indexes}::int[], {texts}::text[], {hashes}::text[])
+             AS u(id, doc, idx, txt, hash)
+    """
+
+
+def chunk_columns(chunks: list[tuple[str, str, int, str, str]]) -> list[list[Any]]:
+    """(id, document_id, chunk_index, text, content_hash) rows as the five arrays `insert_chunks_sql` takes."""
+    return [list(column) for column in zip(*chunks, strict=True)]
+
+
 async def insert_chunks_of_documents(
     conn: asyncpg.Connection, bank_id: str, chunks: list[tuple[str, str, int, str, str]]
 ) -> None:
     """Chunks of several documents in one statement. chunks: (id, document_id, chunk_index, text, content_hash)."""
     if not chunks:
         return
-    await conn.execute(
-        """
-        INSERT INTO chunks (id, bank_id, document_id, chunk_index, chunk_text, content_hash)
-        SELECT u.id, $1, u.doc, u.idx, u.txt, u.hash
-        FROM unnest($2::text[], $3::text[], $4::int[], $5::text[], $6::text[]) AS u(id, doc, idx, txt, hash)
-        """,
-        bank_id, *(list(column) for column in zip(*chunks, strict=True)),
-    )
+    await conn.execute(insert_chunks_sql("$1", ["$2", "$3", "$4", "$5", "$6"]), bank_id, *chunk_columns(chunks))
 
 
 async def insert_units(conn: asyncpg.Connection, bank_id: str, units: list[UnitRow]) -> None:
