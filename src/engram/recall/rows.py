@@ -61,7 +61,8 @@ async def fetch_candidates(
         f"""
         WITH neighbours AS MATERIALIZED ({neighbours}),
         wanted AS MATERIALIZED (
-            SELECT ARRAY(SELECT unnest({ids}::uuid[]) UNION SELECT neighbour FROM neighbours) AS ids
+            -- repeats are harmless: an index scan for `= ANY(array)` reads each value once
+            SELECT ARRAY(SELECT unnest({ids}::uuid[]) UNION ALL SELECT neighbour FROM neighbours) AS ids
         ),
         {_NAMES.format(ids="(SELECT ids FROM wanted)::uuid[]")},
         shares AS (  -- the facts each neighbour is a neighbour of
