@@ -38,7 +38,8 @@ def request(services: Services, method: str, path: str) -> dict[str, Any]:
 
 
 async def set_budget(services: Services, mid: int) -> None:
-    await services.pool.execute("UPDATE banks SET config = $1 WHERE bank_id = 'shelf'", {"recall_budget_fixed_mid": mid})
+    await services.pool.execute("UPDATE banks SET config = $1 WHERE bank_id = 'shelf'",
+                                {"recall_budget_fixed_mid": mid})
 
 
 @pytest.mark.parametrize("route", ["/memories/recall", "/memories"])

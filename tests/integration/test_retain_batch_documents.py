@@ -1,4 +1,4 @@
-"""New documents are written in one statement per table (`retain/fresh_documents.py`): what that
+"""New documents are written in one statement (`retain/fresh_documents.py`): what that
 stores, in a batch or alone, is every field the one-by-one path stores (the expectations below are
 what it stored before this path existed), and a batch that names a stored document still replaces
 that document."""

@@ -4,8 +4,9 @@ A bulk retain of 100 items is 100 documents. Written one by one, each took ten s
 the check that nobody wrote it meanwhile, its row, its history event, its chunks, the clean-up of what
 an earlier version left...), a thousand round trips per batch, more than the facts themselves cost.
 When every document of a batch is new (nothing stored under its id at planning time, no attachments,
-no reprocessing), the same rows are written here with one statement per table (for a single new
-document too: five statements instead of eleven). What the one-by-one path would have done
+no reprocessing), the same rows are written here in one statement, a part of it per table (for a
+single new document too: one statement, or three with the documents a caller named locked and
+checked, instead of eleven). What the one-by-one path would have done
 differently for such documents is checked first, under the same locks: a document that gained chunks
 since planning is a conflict either way; one that holds other leftovers (facts whose chunk was
 deleted, attachments) goes the one-by-one way."""

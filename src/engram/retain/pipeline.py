@@ -267,8 +267,8 @@ def _facts_added(pending: list[PendingUnit]) -> Counter[str]:
 
 def _extracted(extraction: Awaitable[Extracted]) -> bool:
     """Whether every fact is extracted (and none failed): their counts are known."""
-    return isinstance(extraction, asyncio.Future) and extraction.done() and not extraction.cancelled() \
-        and extraction.exception() is None
+    return (isinstance(extraction, asyncio.Future) and extraction.done() and not extraction.cancelled()
+            and extraction.exception() is None)
 
 
 async def _write_documents(

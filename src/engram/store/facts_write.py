@@ -346,9 +346,10 @@ LINK_STATEMENT_FACTS = 2_000
 # millisecond. Through the HNSW index, filtered to the bank, a small bank beside larger ones has the
 # other banks' vectors walked first (two facts of a 470-fact bank stored beside 8,000 others: 11.9 ms,
 # against 0.8 ms with the bank alone); alone in the table it is found as fast, but the search needs
-# the planner's settings set before it and reset after (`hnsw_link_settings`), two more round trips of
-# the retain's transaction: a bulk call of 100 harness items into a bank growing to 1,000 facts took
-# 1.50 ms of PostgreSQL's CPU an item searched exactly against 1.64 through the index.
+# the planner's settings set before it and reset after (`hnsw_link_settings`): two more round trips of
+# a sync retain's transaction, one more of each side connection of a bulk one (bulk calls of 100
+# harness items into a bank growing to 1,000 facts, with session 45's other changes: PostgreSQL's CPU
+# an item 0-0.14 ms lower in six paired runs, bench/README.md).
 EXACT_LINKS_MAX_FACTS = 1_000
 # The two ways to read the bank's facts for their nearest: `BANK_FACTS` read once (a CTE; exact), or
 # `INDEXED_FACTS` through the HNSW index (ordered by `indexed_distance`) once `hnsw_link_settings` has
