@@ -43,13 +43,9 @@ class Services:
     async def bank_config(self, bank_id: str) -> dict[str, Any]:
         """The bank's effective config (env defaults + its overrides); defaults for an unknown bank."""
         from engram.bank_config import resolve_config
-        from engram.bank_prefetch import take
 
-        if (prefetched := take(bank_id)) is not None:
-            overrides = prefetched.overrides
-        else:
-            overrides = await self.pool.fetchval("SELECT config FROM banks WHERE bank_id = $1", bank_id)
-        return resolve_config(self.settings.bank_defaults, overrides or {}, bank_id)
+        config = await self.existing_bank_config(bank_id)
+        return config if config is not None else resolve_config(self.settings.bank_defaults, {}, bank_id)
 
     async def existing_bank_config(self, bank_id: str) -> dict[str, Any] | None:
         """The bank's effective config, or None when there is no such bank (one round trip for both, or

@@ -36,29 +36,17 @@ def _path_bank(path: str) -> tuple[str, str, str] | None:
 PREFETCHING = frozenset({("POST", "/memories"), ("POST", "/memories/recall")})
 
 
-def _services(scope: Scope) -> Any:
-    return getattr(getattr(scope.get("app"), "state", None), "services", None)
-
-
-async def _lookup(scope: Scope, name: str) -> str | None:
-    services = _services(scope)
-    if services is None:
-        return None
-    try:
-        return await store.resolve(services.pool, name)
-    except Exception:  # the database is down: the handler answers that itself (a 503), unresolved
-        log.debug("alias lookup for %r failed", name, exc_info=True)
-        return None
-
-
-async def _lookup_with_bank(scope: Scope, name: str) -> tuple[str | None, PrefetchedBank | None]:
-    """`_lookup`, and the bank's row read in the same round trip (None when it could not be read)."""
-    services = _services(scope)
+async def _lookup(scope: Scope, name: str, with_bank: bool = False) -> tuple[str | None, PrefetchedBank | None]:
+    """(the bank `name` is an alias of, or None; with `with_bank`, the bank's row read in the same round
+    trip). (None, None) when the database cannot answer: the handler answers that itself (a 503)."""
+    services = getattr(getattr(scope.get("app"), "state", None), "services", None)
     if services is None:
         return None, None
     try:
+        if not with_bank:
+            return await store.resolve(services.pool, name), None
         alias_of, found, config = await store.resolve_with_config(services.pool, name)
-    except Exception:  # as `_lookup`: the handler's own read answers it
+    except Exception:  # the database is down: unresolved
         log.debug("alias lookup for %r failed", name, exc_info=True)
         return None, None
     return alias_of, PrefetchedBank(alias_of or name, found, config)
@@ -74,11 +62,8 @@ async def resolve_scope(scope: Scope) -> PrefetchedBank | None:
     found = _path_bank(scope["path"])
     if found is not None:
         prefix, segment, rest = found
-        prefetched = None
-        if prefix == BANKS_PREFIX and (scope.get("method"), rest) in PREFETCHING:
-            bank_id, prefetched = await _lookup_with_bank(scope, segment)
-        else:
-            bank_id = await _lookup(scope, segment)
+        wanted = prefix == BANKS_PREFIX and (scope.get("method"), rest) in PREFETCHING
+        bank_id, prefetched = await _lookup(scope, segment, with_bank=wanted)
         if bank_id is not None:
             scope["path"] = f"{prefix}/{bank_id}{rest}"
             scope["raw_path"] = quote(scope["path"]).encode("ascii")
@@ -89,7 +74,7 @@ async def resolve_scope(scope: Scope) -> PrefetchedBank | None:
         for index, (key, value) in enumerate(headers):
             if key == BANK_HEADER and value.strip():
                 alias = value.decode("latin-1").strip()
-                bank_id = await _lookup(scope, alias)
+                bank_id, _ = await _lookup(scope, alias)
                 if bank_id is not None:
                     headers[index] = (key, bank_id.encode("latin-1"))
                     scope["headers"] = headers
@@ -103,15 +88,10 @@ class BankAliasResolution:
         self.app = app
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] not in ("http", "websocket"):
-            await self.app(scope, receive, send)
-            return
-        prefetched = await resolve_scope(scope)
-        if prefetched is None:
-            await self.app(scope, receive, send)
-            return
-        token = bank_prefetch.offer(prefetched)
+        prefetched = await resolve_scope(scope) if scope["type"] in ("http", "websocket") else None
+        token = bank_prefetch.offer(prefetched) if prefetched is not None else None
         try:
             await self.app(scope, receive, send)
         finally:
-            bank_prefetch.withdraw(token)
+            if token is not None:
+                bank_prefetch.withdraw(token)
