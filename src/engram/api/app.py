@@ -56,10 +56,13 @@ log = logging.getLogger("engram.api")
 
 def warm_models(freeze_heap: bool = False) -> None:
     """Load the embedding model (in the background, so the first retain or recall does not wait); with
-    `freeze_heap`, then leave everything loaded so far out of the garbage collector's scans
-    (engram.heap): a server process's own objects, not a library user's."""
-    from engram.models.embedder import embed_query
+    `freeze_heap` (a server process: `engram serve`, `engram worker`), first keep the tokenizer off its
+    own thread pool (`tokenize_on_calling_threads`), and afterwards leave everything loaded so far out
+    of the garbage collector's scans (engram.heap): a server process's own objects, not a library user's."""
+    from engram.models.embedder import embed_query, tokenize_on_calling_threads
 
+    if freeze_heap:
+        tokenize_on_calling_threads()
     try:
         embed_query("warm-up")
     except Exception:  # a broken model shows up on first real use with its own error
