@@ -4,6 +4,7 @@ to, an LLM's; budgets only need to be consistent."""
 
 from __future__ import annotations
 
+import functools
 import threading
 
 _tokenizer = None
@@ -28,6 +29,14 @@ def count_tokens(text: str) -> int:
     if not text:
         return 0
     return len(_get().encode(text, add_special_tokens=False).ids)
+
+
+@functools.lru_cache(maxsize=16_384)
+def count_name_tokens(name: str) -> int:
+    """`count_tokens` of an entity's name, remembered: a recall that includes its results' entities
+    counts ~100 names, mostly the same from one recall to the next (~5 µs each through the tokenizer,
+    ~0.1 µs remembered)."""
+    return count_tokens(name)
 
 
 def count_tokens_batch(texts: list[str]) -> list[int]:

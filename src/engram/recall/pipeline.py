@@ -182,7 +182,8 @@ async def _recall_payload(
     ranked_ids = best_first(fused)
     sources = leading(ranked_ids, fused, NEIGHBOUR_SOURCES)  # the candidates that share with their neighbours
     rows, neighbours = await _timed("fetch", timings, fetch_candidates(
-        services.pool, scope, leading(ranked_ids, fused, limit), query_vector, neighbours_of=sources))
+        services.pool, scope, leading(ranked_ids, fused, limit), query_vector, neighbours_of=sources,
+        with_entity_ids=request.include.entities is not None))
     fused = share_with_neighbours(fused, sources, neighbours)
     top_ids = leading(best_first(fused), fused, limit)
     fused = share_document_best(fused, top_ids, rows)
@@ -211,10 +212,8 @@ async def _recall_payload(
     response: dict[str, Any] = {"results": results}
     include = request.include
     if include.entities is not None and results:
-        entities = await _timed(
-            "include_entities", timings, include_entities(services.pool, bank_id, results, include.entities.max_tokens)
-        )
-        response["entities"] = {name: e.model_dump(mode="json", exclude_none=True) for name, e in entities.items()}
+        response["entities"] = await _timed("include_entities", timings, include_entities(
+            services.pool, [rows[uid] for _, uid, _ in kept], include.entities.max_tokens))
     if include.chunks is not None and results:
         chunks = await include_chunks(services.pool, results, include.chunks.max_tokens)
         response["chunks"] = {cid: c.model_dump(mode="json", exclude_none=True) for cid, c in chunks.items()}

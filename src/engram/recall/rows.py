@@ -18,21 +18,29 @@ CANDIDATE_COLUMNS = """
     m.document_id, NULLIF(m.metadata, '{}'::jsonb) AS metadata, m.chunk_id, m.tags, m.source_memory_ids,
     m.proof_count, m.token_count
 """
-# Each unit's entity names (sorted) and their kinds (for the asked kind's boost), for the units the
-# SQL array `{ids}` names: one join for all of them. A subquery per row did the same work ~300 times
-# over (2.6 of a recall's 3.3 ms of candidate fetch at 1,000 facts).
-_NAMES = """
+
+
+def _names(ids: str, with_ids: bool = False) -> str:
+    """A CTE `names`: each unit's entity names (sorted) and their kinds (for the asked kind's boost),
+    and `with_ids` their ids in the names' order, for the units the SQL array `ids` names: one join for
+    all of them. A subquery per row did the same work ~300 times over (2.6 of a recall's 3.3 ms of
+    candidate fetch at 1,000 facts)."""
+    entity_ids = ", array_agg(e.id ORDER BY e.canonical_name, e.id) AS entity_ids" if with_ids else ""
+    return f"""
     names AS (
-        SELECT ue.unit_id, array_agg(e.canonical_name ORDER BY e.canonical_name) AS entity_names,
+        SELECT ue.unit_id, array_agg(e.canonical_name ORDER BY e.canonical_name, e.id) AS entity_names,
                array_agg(DISTINCT e.entity_type) FILTER (WHERE e.entity_type IS NOT NULL) AS entity_types
+               {entity_ids}
         FROM unit_entities ue JOIN entities e ON e.id = ue.entity_id
         WHERE ue.unit_id = ANY({ids})
         GROUP BY ue.unit_id
     )
 """
+
+
 _WITH_NAMES = """coalesce(n.entity_names, '{}') AS entity_names, coalesce(n.entity_types, '{}') AS entity_types"""
 _UNITS_WITH_NAMES = f"""
-    WITH {_NAMES.format(ids="$1::uuid[]")}
+    WITH {_names("$1::uuid[]")}
     SELECT {CANDIDATE_COLUMNS}, {_WITH_NAMES}
     FROM memory_units m LEFT JOIN names n ON n.unit_id = m.id
     WHERE m.id = ANY($1::uuid[])
@@ -41,7 +49,7 @@ _UNITS_WITH_NAMES = f"""
 
 async def fetch_candidates(
     pool: asyncpg.Pool, scope: UnitFilter, unit_ids: list[uuid.UUID], query_vector: Any,
-    neighbours_of: list[uuid.UUID],
+    neighbours_of: list[uuid.UUID], with_entity_ids: bool = False,
 ) -> tuple[dict[uuid.UUID, asyncpg.Record], Neighbours]:
     """What scoring, the budget and the results need of the candidates `unit_ids`, and in the same
     round trip the neighbours of the facts `neighbours_of` (`neighbours.neighbours_sql`), whose rows
@@ -51,7 +59,9 @@ async def fetch_candidates(
 
     Entity names (and their kinds, for the asked kind's boost) come in the same round trip: most
     candidates are kept (a budget of 4,096 tokens holds ~200 short facts), so a second query for the
-    kept ones cost more than the names of the few dropped."""
+    kept ones cost more than the names of the few dropped. `with_entity_ids`: also the entities' ids
+    (`entity_ids`, in the names' order), for a response that includes the results' entities
+    (`include.include_entities`)."""
     if not unit_ids and not neighbours_of:
         return {}, {}
     params = SqlParams()
@@ -64,11 +74,12 @@ async def fetch_candidates(
             -- repeats are harmless: an index scan for `= ANY(array)` reads each value once
             SELECT ARRAY(SELECT unnest({ids}::uuid[]) UNION ALL SELECT neighbour FROM neighbours) AS ids
         ),
-        {_NAMES.format(ids="(SELECT ids FROM wanted)::uuid[]")},
+        {_names("(SELECT ids FROM wanted)::uuid[]", with_entity_ids)},
         shares AS (  -- the facts each neighbour is a neighbour of
             SELECT neighbour, array_agg(unit) AS units, array_agg(reply) AS replies FROM neighbours GROUP BY neighbour
         )
-        SELECT {CANDIDATE_COLUMNS}, {_WITH_NAMES}, 1 - (m.embedding <=> {vector}::vector) AS similarity,
+        SELECT {CANDIDATE_COLUMNS}, {_WITH_NAMES}, {"n.entity_ids," if with_entity_ids else ""}
+               1 - (m.embedding <=> {vector}::vector) AS similarity,
                s.units AS neighbour_of, s.replies AS reply_to
         FROM memory_units m LEFT JOIN names n ON n.unit_id = m.id LEFT JOIN shares s ON s.neighbour = m.id
         WHERE m.id = ANY((SELECT ids FROM wanted)::uuid[])

@@ -97,18 +97,25 @@ async def replace_summary(
     )
 
 
-async def summaries(conn: Conn, entity_ids: list[uuid.UUID], window: int) -> dict[uuid.UUID, Summary]:
-    """The summaries of these entities, each stale when its entity's `window` most recent facts are no
-    longer the ones it was generated from (facts arrived, or were deleted, since)."""
-    rows = await conn.fetch(
-        f"""
-        SELECT s.entity_id, s.text, s.generated_at,
-               NOT (s.source_fact_ids @> r.ids AND r.ids @> s.source_fact_ids) AS stale
+def summary_of(entity: str, window: str) -> str:
+    """A query of the summary (text, generated_at, stale) of the entity the SQL expression `entity`
+    names, if it has one: stale when its entity's `window` most recent facts are no longer the ones it
+    was generated from (facts arrived, or were deleted, since)."""
+    return f"""
+        SELECT s.text, s.generated_at, NOT (s.source_fact_ids @> r.ids AND r.ids @> s.source_fact_ids) AS stale
         FROM entity_summaries s
         CROSS JOIN LATERAL (
-            SELECT coalesce(array_agg(f.id), '{{}}') AS ids FROM ({_recent_facts("s.entity_id", "$2")}) f
+            SELECT coalesce(array_agg(f.id), '{{}}') AS ids FROM ({_recent_facts("s.entity_id", window)}) f
         ) r
-        WHERE s.entity_id = ANY($1::uuid[])
+        WHERE s.entity_id = {entity}"""
+
+
+async def summaries(conn: Conn, entity_ids: list[uuid.UUID], window: int) -> dict[uuid.UUID, Summary]:
+    """The summaries of these entities (`summary_of`)."""
+    rows = await conn.fetch(
+        f"""
+        SELECT e.id AS entity_id, s.* FROM unnest($1::uuid[]) AS e(id)
+        CROSS JOIN LATERAL ({summary_of("e.id", "$2")}) s
         """,
         entity_ids,
         window,
