@@ -61,7 +61,7 @@ async def fetch_candidates(
     candidates are kept (a budget of 4,096 tokens holds ~200 short facts), so a second query for the
     kept ones cost more than the names of the few dropped. `with_entity_ids`: also the entities' ids
     (`entity_ids`, in the names' order), for a response that includes the results' entities
-    (`include.include_entities`)."""
+    (`engram.recall.include.include_entities`)."""
     if not unit_ids and not neighbours_of:
         return {}, {}
     params = SqlParams()
