@@ -33,13 +33,10 @@ async def include_entities(
     from engram.entity_observations.engine import RECENT_FACTS
     from engram.store.entity_summaries import summary_of
 
-    named: dict[uuid.UUID, str] = {}
+    listed: dict[str, uuid.UUID] = {}  # each name's first entity, in the order the results name them
     for row in results:
         for entity_id, name in zip(row["entity_ids"] or (), row["entity_names"], strict=True):
-            named.setdefault(entity_id, name)
-    listed: dict[str, uuid.UUID] = {}
-    for entity_id, name in named.items():
-        listed.setdefault(name, entity_id)
+            listed.setdefault(name, entity_id)
     if not listed:
         return {}
     rows = await pool.fetch(
