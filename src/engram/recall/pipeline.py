@@ -258,13 +258,14 @@ def _score(
     """Final scores, best first: the reranker's score (or the fused rank, scaled to the best) times
     the recency, temporal-proximity, proof-count, speaker and asked-kind boosts (a fact said by a
     person `query` names, engram.recall.speakers; one naming a place when `query` asks where,
-    engram.recall.kinds)."""
+    engram.recall.kinds). Equal scores in `content_order`."""
     # Fused scores are spread over [0, 1] (RRF's were compressed: rank 1 = 1/61, rank 10 = 1/70), so the
     # ±10 % boosts only reorder near-ties instead of sorting everything by date.
     values = [fused[u] for u in top_ids if u in rows]
     low, high = min(values, default=0.0), max(values, default=1.0)
     span = high - low
     said_by_named, names_asked_kind = speaker_factor(query), kind_factor(query)
+    time_boosts = _time_boosts(now, window)
     scored = []
     for unit_id in top_ids:
         row = rows.get(unit_id)
@@ -272,12 +273,14 @@ def _score(
             continue
         spread = (fused[unit_id] - low) / span if span else 1.0
         base = reranked[unit_id] if reranked else 0.05 + 0.95 * spread
-        when = row["occurred_start"] or row["mentioned_at"] or row["created_at"]
+        fact_type = row["fact_type"]
+        recency, in_window = time_boosts(
+            row["occurred_start"], row["mentioned_at"], row["created_at"], row["occurred_end"])
         final = (
             base
-            * recency_factor(when, now)
-            * temporal_factor(row["occurred_start"] or row["mentioned_at"], row["occurred_end"], window)
-            * proof_factor(row["fact_type"], row["proof_count"])
+            * recency
+            * in_window
+            * (proof_factor(fact_type, row["proof_count"]) if fact_type == "observation" else 1.0)
             * said_by_named(row["text"])
             * names_asked_kind(row["entity_types"])
         )
@@ -288,9 +291,41 @@ def _score(
         if (keyword := keyword_scores.get(unit_id)) is not None:
             scores["keyword"] = keyword
         scored.append((final, unit_id, scores))
-    # Equal scores are ordered by what the facts hold, not by their ids: the same data gives the same
-    # ranking, even in another bank or after a fresh ingest, where every id differs.
-    scored.sort(key=lambda s: (-s[0], *content_order(rows[s[1]]), s[1]))
+    return _in_final_order(scored, rows)
+
+
+def _time_boosts(now: datetime, window: tuple[datetime, datetime] | None) -> Any:
+    """(occurred_start, mentioned_at, created_at, occurred_end) → (the recency boost, the temporal
+    window's), remembered per distinct instants: the facts of one retain share theirs, and a recall
+    boosts ~200 facts."""
+    known: dict[tuple[Any, ...], tuple[float, float]] = {}
+
+    def boost(
+        start: datetime | None, said: datetime | None, created: datetime, end: datetime | None,
+    ) -> tuple[float, float]:
+        key = (start, said, created, end)
+        if (found := known.get(key)) is None:
+            found = known[key] = (recency_factor(start or said or created, now),
+                                  temporal_factor(start or said, end, window))
+        return found
+
+    return boost
+
+
+def _in_final_order(scored: list[Scored], rows: dict[uuid.UUID, Any]) -> list[Scored]:
+    """`scored` best first; equal scores ordered by what the facts hold, not by their ids: the same data
+    gives the same ranking, even in another bank or after a fresh ingest, where every id differs. Only
+    the runs of equal scores are ordered by content (rare: a key made for every fact cost more than
+    the rest of the scoring)."""
+    scored.sort(key=lambda s: -s[0])
+    start = 0
+    while start < len(scored):
+        end = start + 1
+        while end < len(scored) and scored[end][0] == scored[start][0]:
+            end += 1
+        if end - start > 1:
+            scored[start:end] = sorted(scored[start:end], key=lambda s: (*content_order(rows[s[1]]), s[1]))
+        start = end
     return scored
 
 
