@@ -14,6 +14,7 @@ import httpx
 import pytest
 
 from tests.conftest import RunningServer, free_port, start_server
+from tests.support.database import query
 from tests.support.waiting import settle, wait_for
 from tests.support.webhook_receiver import WebhookReceiver
 
@@ -178,3 +179,32 @@ def test_a_sync_retain_fires_its_event_after_answering(allowing: RunningServer, 
         event = json.loads(request.body)
         assert (event["operation_id"], event["data"]["document_id"]) == (None, "bread")
         assert event["data"]["memory_unit_count"] >= 1
+
+
+def test_a_sync_retain_writes_its_event_with_its_facts_or_not_at_all(
+    allowing: RunningServer, isolated_dsn: str, bank_id: str,
+) -> None:
+    """The event of a sync retain is written in the retain's own transaction: when writing it fails,
+    the retain fails whole (nothing kept for the caller to store twice on a retry), and once writing
+    works again the retain stores its facts and its event together. Written after the facts'
+    transaction committed, the failure answered an error for facts that were kept."""
+    query(isolated_dsn, """
+        CREATE FUNCTION refuse_deliveries() RETURNS trigger LANGUAGE plpgsql AS
+        $$ BEGIN RAISE EXCEPTION 'deliveries refused by the test'; END $$""")
+    query(isolated_dsn, "CREATE TRIGGER refuse BEFORE INSERT ON webhook_deliveries"
+                        " FOR EACH ROW EXECUTE FUNCTION refuse_deliveries()")
+    item = {"items": [{"content": "Pia bakes rye bread.", "document_id": "bread"}]}
+    with allowing.client() as http:
+        http.put(f"{BANKS}/{bank_id}", json={}).raise_for_status()
+        http.post(f"{BANKS}/{bank_id}/webhooks", json={"url": "http://127.0.0.1:9/",
+                                                      "event_types": ["retain.completed"]}).raise_for_status()
+        failed = http.post(f"{BANKS}/{bank_id}/memories", json=item)
+        assert failed.status_code >= 500, failed.text
+        assert http.get(f"{BANKS}/{bank_id}/memories/list").json()["total"] == 0, "facts kept by a failed retain"
+        assert http.get(f"{BANKS}/{bank_id}/documents/bread").status_code == 404
+
+        query(isolated_dsn, "DROP TRIGGER refuse ON webhook_deliveries")
+        http.post(f"{BANKS}/{bank_id}/memories", json=item).raise_for_status()
+        facts = http.get(f"{BANKS}/{bank_id}/memories/list").json()["total"]
+    (delivery,) = query(isolated_dsn, "SELECT body FROM webhook_deliveries WHERE bank_id = $1", bank_id)
+    assert facts >= 1 and json.loads(delivery["body"])["data"]["memory_unit_count"] == facts

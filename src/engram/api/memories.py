@@ -57,9 +57,13 @@ async def retain(bank_id: str, body: RetainRequest, request: Request, svc: Servi
             success=True, bank_id=bank_id, items_count=len(body.items), async_=True,
             operation_id=str(op_id), operation_ids=[str(op_id)],
         )
-    outcome = await retain_replanned(svc, bank_id, prepared, import_wait=svc.settings.import_wait_seconds)
-    await record_sync_retain(svc.pool, bank_id, {"items": [{"document_id": p.document_id} for p in prepared],
-                                                 "document_tags": body.document_tags}, len(outcome.unit_ids))
+    event = {"items": [{"document_id": p.document_id} for p in prepared], "document_tags": body.document_tags}
+
+    async def record_event(conn: Any, facts: int) -> None:  # in the retain's transaction: with its facts or not at all
+        await record_sync_retain(conn, bank_id, event, facts)
+
+    outcome = await retain_replanned(svc, bank_id, prepared, import_wait=svc.settings.import_wait_seconds,
+                                     on_written=record_event)
     usage = TokenUsage(
         input_tokens=outcome.usage.input_tokens,
         output_tokens=outcome.usage.output_tokens,

@@ -46,6 +46,8 @@ if TYPE_CHECKING:
 log = logging.getLogger("engram.retain")
 
 Progress = Callable[[str, int, int], Awaitable[None]]
+# What a retain adds to its write's transaction once the facts are written: (connection, facts written).
+OnWritten = Callable[[Any, int], Awaitable[Any]]
 # Chunks of one retain the offline extractor takes at once (threads running Python: more would only queue
 # for the interpreter). With an LLM, a retain takes half of the process's LLM slots (`llm.call_slots`).
 OFFLINE_EXTRACTION_CONCURRENCY = 4
@@ -329,10 +331,12 @@ async def _write(
     services: Services, bank_id: str, plans: list[DocumentPlan], extraction: Awaitable[Extracted], store_text: bool,
     embedded: Callable[[], AsyncIterator[list[PendingUnit]]], label_keys: frozenset[str] = frozenset(),
     import_wait: float | None = None, claim: Claim | None = None, labels_need_vectors: bool = False,
+    on_written: OnWritten | None = None,
 ) -> None:
     """One transaction: the documents' own rows first, then the facts as `embedded()` hands them over
     with their vectors (new documents' facts may still be being extracted: `extraction` ends when they
-    all are), then their entities and links. When every fact is extracted by the time the documents
+    all are), then their entities and links, then whatever `on_written` adds (a sync retain's webhook
+    event: written with the facts or not at all). When every fact is extracted by the time the documents
     are written, and no label waits on a vector (`labels_need_vectors`: the offline classifier), the
     entities' reads (`read_entities`: their names, similar names, co-occurrences) run before the facts
     are stored, while the embedder works: the connection sat idle meanwhile, and entity resolution was
@@ -381,6 +385,8 @@ async def _write(
         else:
             await entities_and_other_links()
             await fw.insert_semantic_links(conn, bank_id, ids)
+        if on_written is not None:
+            await on_written(conn, len(pending))
         if len(pending) >= BULK_RETAIN_FACTS:
             await publish_write_counts(conn)
 
@@ -393,11 +399,12 @@ async def retain_items(
     progress: Progress | None = None,
     import_wait: float | None = None,
     claim: Claim | None = None,
+    on_written: OnWritten | None = None,
 ) -> RetainOutcome:
     """Retain the items into the bank. While an import into the bank runs, the retain waits for it
     up to `import_wait` seconds, then raises BankBusy (None: for as long as it runs, as a queued
     retain does). A queued retain's `claim` keeps it from writing once its worker no longer holds the
-    operation (ClaimLost)."""
+    operation (ClaimLost). `on_written(conn, facts)` runs last in the write's transaction."""
     config = await services.bank_config(bank_id)
     chunk_size = int(config.get("retain_chunk_size") or 3000)
     plans = await _plan_documents(services, bank_id, _group_by_document(items), chunk_size)
@@ -451,7 +458,7 @@ async def retain_items(
 
             await _write(services, bank_id, plans, extraction, bool(config.get("store_document_text", True)),
                          embedded, frozenset(group.key.lower() for group in groups), import_wait, claim,
-                         labels_need_vectors)
+                         labels_need_vectors, on_written)
             extracted_facts = extraction.result()  # the write awaited it
             pending, usage = extracted_facts.pending, extracted_facts.usage
         finally:

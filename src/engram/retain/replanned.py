@@ -12,7 +12,7 @@ from engram.errors import DocumentChanged
 from engram.retain.document_turns import documents_in_turn
 
 if TYPE_CHECKING:
-    from engram.retain.pipeline import Progress, RetainOutcome
+    from engram.retain.pipeline import OnWritten, Progress, RetainOutcome
     from engram.retain.prepare import PreparedItem
     from engram.services import Services
     from engram.store.writer_locks import Claim
@@ -28,6 +28,7 @@ async def retain_replanned(
     services: Services, bank_id: str,
     items: list[PreparedItem] | Callable[[], Awaitable[list[PreparedItem]]], *,
     claim: Claim | None = None, progress: Progress | None = None, import_wait: float | None = None,
+    on_written: OnWritten | None = None,
 ) -> RetainOutcome:
     """`retain_items` of the items, asked and run again when another writer (a retain in another server,
     a delete, an edit) changed one of its documents between the retain's plan and its write. `items` may
@@ -38,7 +39,8 @@ async def retain_replanned(
     retains of one document, failed the second ("changed during this retain; retry it"): a sync one
     with a 409 its caller had to retry, a queued one with no caller left to do so. Each attempt runs
     the whole retain again, its LLM extraction included; after RETAIN_ATTEMPTS the conflict is raised.
-    A queued retain writes nothing once its worker no longer holds the operation (`claim`; ClaimLost)."""
+    A queued retain writes nothing once its worker no longer holds the operation (`claim`; ClaimLost).
+    `on_written`: see `retain_items`."""
     from engram.retain.pipeline import retain_items
 
     first = await items() if callable(items) else items
@@ -50,7 +52,7 @@ async def retain_replanned(
         while True:
             try:
                 return await retain_items(services, bank_id, now, progress=progress, import_wait=import_wait,
-                                          claim=claim)
+                                          claim=claim, on_written=on_written)
             except DocumentChanged as exc:
                 if attempt == RETAIN_ATTEMPTS:
                     raise
