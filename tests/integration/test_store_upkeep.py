@@ -193,6 +193,40 @@ async def test_a_small_bank_alone_is_searched_exactly_without_the_index_settings
     assert not facts_write.links_searched_exactly(facts_write.EXACT_LINKS_MAX_FACTS + 1)
 
 
+async def test_a_bank_past_the_exact_search_threshold_has_its_links_searched_through_the_index(
+    isolated_dsn: str, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The choice between the exact and the indexed search follows the bank's facts, counted with the
+    ones the retain itself writes: up to the threshold exact, the first retain past it through the
+    index (the threshold lowered to 30 here)."""
+    from engram.store import facts_write
+
+    asked: list[int] = []
+    real = facts_write.hnsw_link_settings
+
+    def settings(per_unit: int) -> str:
+        asked.append(per_unit)
+        return real(per_unit)
+
+    monkeypatch.setattr(facts_write, "hnsw_link_settings", settings)
+    monkeypatch.setattr(facts_write, "EXACT_LINKS_MAX_FACTS", 30)
+    memory = Memory(database_url=isolated_dsn)
+    conn = await asyncpg.connect(isolated_dsn)
+    try:
+        memory.retain_batch("growing", [{"content": f"Parcel {n} left the depot in Leeds on a Tuesday."}
+                                        for n in range(29)])
+        memory.retain("growing", "Parcel 29 left the depot in Leeds on a Tuesday.")
+        assert (await facts_of_types(conn, "growing", TYPES))[0] == 30 and asked == [], "30 facts: exact"
+        memory.retain("growing", "Parcel 30 left the depot in Leeds on a Tuesday.")
+        assert asked == [50], "31 facts with the retain's own: through the index"
+        assert await conn.fetchval("SELECT count(*) FROM memory_links WHERE bank_id = 'growing'"
+                                   " AND link_type = 'semantic' AND from_unit = (SELECT id FROM memory_units"
+                                   " WHERE bank_id = 'growing' AND text LIKE 'Parcel 30 %')") > 0
+    finally:
+        await conn.close()
+        memory.close()
+
+
 async def test_a_small_bank_beside_larger_ones_gets_its_exact_nearest_facts_as_links(isolated_dsn: str) -> None:
     """A small bank is searched exactly for its semantic links (beside larger ones the HNSW index,
     filtered to it, would walk the other banks' vectors first): every new fact is linked to each of its
