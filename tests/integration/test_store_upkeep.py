@@ -161,12 +161,8 @@ async def test_a_failed_compaction_leaves_the_bulk_retain_acknowledged_and_its_c
         memory.close()
 
 
-async def test_a_small_bank_alone_is_searched_exactly_without_the_index_settings(
-    isolated_dsn: str, monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    """A small bank alone in its table (a server holding one bank) is searched exactly as well, in a
-    sync retain and in a bulk one beside the transaction: the HNSW index would find its facts as fast,
-    but needs the planner's settings around the search, two more round trips of the retain."""
+def index_searches(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The `per_unit` of each semantic-link search that goes through the HNSW index, as they happen."""
     from engram.store import facts_write
 
     asked: list[int] = []
@@ -177,6 +173,18 @@ async def test_a_small_bank_alone_is_searched_exactly_without_the_index_settings
         return real(per_unit)
 
     monkeypatch.setattr(facts_write, "hnsw_link_settings", settings)
+    return asked
+
+
+async def test_a_small_bank_alone_is_searched_exactly_without_the_index_settings(
+    isolated_dsn: str, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A small bank alone in its table (a server holding one bank) is searched exactly as well, in a
+    sync retain and in a bulk one beside the transaction: the HNSW index would find its facts as fast,
+    but needs the planner's settings around the search, two more round trips of the retain."""
+    from engram.store import facts_write
+
+    asked = index_searches(monkeypatch)
     memory = Memory(database_url=isolated_dsn)
     try:
         memory.retain("alone", "The red kayak is kept in the boathouse by the lake.")
@@ -201,14 +209,7 @@ async def test_a_bank_past_the_exact_search_threshold_has_its_links_searched_thr
     index (the threshold lowered to 30 here)."""
     from engram.store import facts_write
 
-    asked: list[int] = []
-    real = facts_write.hnsw_link_settings
-
-    def settings(per_unit: int) -> str:
-        asked.append(per_unit)
-        return real(per_unit)
-
-    monkeypatch.setattr(facts_write, "hnsw_link_settings", settings)
+    asked = index_searches(monkeypatch)
     monkeypatch.setattr(facts_write, "EXACT_LINKS_MAX_FACTS", 30)
     memory = Memory(database_url=isolated_dsn)
     conn = await asyncpg.connect(isolated_dsn)
