@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import time
 import uuid
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
@@ -294,7 +295,10 @@ def _score(
     return _in_final_order(scored, rows)
 
 
-def _time_boosts(now: datetime, window: tuple[datetime, datetime] | None) -> Any:
+TimeBoosts = Callable[[datetime | None, datetime | None, datetime, datetime | None], tuple[float, float]]
+
+
+def _time_boosts(now: datetime, window: tuple[datetime, datetime] | None) -> TimeBoosts:
     """(occurred_start, mentioned_at, created_at, occurred_end) → (the recency boost, the temporal
     window's), remembered per distinct instants: the facts of one retain share theirs, and a recall
     boosts ~200 facts."""
