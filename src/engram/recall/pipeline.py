@@ -7,6 +7,8 @@ to `max_tokens`."""
 from __future__ import annotations
 
 import asyncio
+import functools
+import itertools
 import time
 import uuid
 from collections.abc import Callable
@@ -274,14 +276,13 @@ def _score(
             continue
         spread = (fused[unit_id] - low) / span if span else 1.0
         base = reranked[unit_id] if reranked else 0.05 + 0.95 * spread
-        fact_type = row["fact_type"]
         recency, in_window = time_boosts(
             row["occurred_start"], row["mentioned_at"], row["created_at"], row["occurred_end"])
         final = (
             base
             * recency
             * in_window
-            * (proof_factor(fact_type, row["proof_count"]) if fact_type == "observation" else 1.0)
+            * proof_factor(row["fact_type"], row["proof_count"])
             * said_by_named(row["text"])
             * names_asked_kind(row["entity_types"])
         )
@@ -295,25 +296,17 @@ def _score(
     return _in_final_order(scored, rows)
 
 
-TimeBoosts = Callable[[datetime | None, datetime | None, datetime, datetime | None], tuple[float, float]]
-
-
-def _time_boosts(now: datetime, window: tuple[datetime, datetime] | None) -> TimeBoosts:
+def _time_boosts(now: datetime, window: tuple[datetime, datetime] | None) -> Callable[..., tuple[float, float]]:
     """(occurred_start, mentioned_at, created_at, occurred_end) → (the recency boost, the temporal
     window's), remembered per distinct instants: the facts of one retain share theirs, and a recall
     boosts ~200 facts."""
-    known: dict[tuple[Any, ...], tuple[float, float]] = {}
 
-    def boost(
-        start: datetime | None, said: datetime | None, created: datetime, end: datetime | None,
-    ) -> tuple[float, float]:
-        key = (start, said, created, end)
-        if (found := known.get(key)) is None:
-            found = known[key] = (recency_factor(start or said or created, now),
-                                  temporal_factor(start or said, end, window))
-        return found
+    @functools.cache
+    def boosts(start: datetime | None, said: datetime | None, created: datetime,
+               end: datetime | None) -> tuple[float, float]:
+        return recency_factor(start or said or created, now), temporal_factor(start or said, end, window)
 
-    return boost
+    return boosts
 
 
 def _in_final_order(scored: list[Scored], rows: dict[uuid.UUID, Any]) -> list[Scored]:
@@ -321,16 +314,11 @@ def _in_final_order(scored: list[Scored], rows: dict[uuid.UUID, Any]) -> list[Sc
     gives the same ranking, even in another bank or after a fresh ingest, where every id differs. Only
     the runs of equal scores are ordered by content (rare: a key made for every fact cost more than
     the rest of the scoring)."""
-    scored.sort(key=lambda s: -s[0])
-    start = 0
-    while start < len(scored):
-        end = start + 1
-        while end < len(scored) and scored[end][0] == scored[start][0]:
-            end += 1
-        if end - start > 1:
-            scored[start:end] = sorted(scored[start:end], key=lambda s: (*content_order(rows[s[1]]), s[1]))
-        start = end
-    return scored
+    ordered: list[Scored] = []
+    for _, run in itertools.groupby(sorted(scored, key=lambda s: -s[0]), key=lambda s: s[0]):
+        tied = list(run)
+        ordered += tied if len(tied) == 1 else sorted(tied, key=lambda s: (*content_order(rows[s[1]]), s[1]))
+    return ordered
 
 
 _UNDATED = datetime.min.replace(tzinfo=UTC)
