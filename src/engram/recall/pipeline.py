@@ -16,6 +16,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from engram.errors import BankNotFound, InvalidInput
+from engram.give_way import waited_on
 from engram.recall import arms, keyword_arm
 from engram.recall.budget import fill_budget
 from engram.recall.documents import share_document_best
@@ -158,7 +159,8 @@ async def recall_payload(services: Services, bank_id: str, request: RecallReques
     # Embedded on a worker thread while the bank's settings are read and the keyword arm runs.
     embedding = asyncio.ensure_future(_timed("embed", timings, asyncio.to_thread(embed_query, request.query)))
     try:
-        return await _recall_payload(services, bank_id, request, embedding, timings, started)
+        with waited_on():  # bulk work gives way meanwhile (`engram.give_way`)
+            return await _recall_payload(services, bank_id, request, embedding, timings, started)
     finally:
         if not embedding.done():
             embedding.cancel()

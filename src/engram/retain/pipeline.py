@@ -17,6 +17,7 @@ import numpy as np
 
 from engram import cpu_priority
 from engram.errors import DocumentChanged
+from engram.give_way import give_way, waited_on
 from engram.llm.base import TokenUsage
 from engram.llm.call_slots import retain_share
 from engram.retain.attachments import images_by_chunk, write_attachments
@@ -160,6 +161,7 @@ async def _extract(services: Services, plans: list[DocumentPlan], config: dict[s
         nonlocal usage, done
         item = plan.items[0]
         async with semaphore:
+            await give_way()
             if services.llm is not None:
                 from engram.retain.extraction import extract_with_llm
 
@@ -347,7 +349,9 @@ async def _write(
     (`semantic_links.link_bulk`); one that does searches inside it, where the removed facts are gone
     and cannot take a new fact's places. While an import holds the bank it waits without a connection
     (`writing_to_bank`, up to `import_wait` seconds). A queued retain (`claim`) writes only while its
-    worker still holds its operation."""
+    worker still holds its operation. A bulk or queued retain gives way to the requests someone waits on
+    (`engram.give_way`) before its transaction, each batch of facts and the links."""
+    await give_way()  # before its transaction: waiting in it would hold a pooled connection
     # A retain of new documents only goes beside others; one replacing a document goes alone (`_entry`).
     async with writing_to_bank(services.pool, bank_id, import_wait, alone=not all_fresh(plans), claim=claim,
                                slots=retain_slots(services.settings.retain_write_slots, _chars(plans))) as conn:
@@ -360,6 +364,7 @@ async def _write(
             log.debug("read the entities of %d facts while they are embedded", len(mentions))
         stored = 0
         async for ready in embedded():
+            await give_way()
             await fw.insert_units(conn, bank_id, [p.row for p in ready])
             stored += len(ready)
         pending = (await extraction).pending  # done: the embedding stream closes when extraction ends
@@ -379,6 +384,7 @@ async def _write(
             await fw.insert_causal_links(conn, bank_id, causal)
             await fw.insert_temporal_links(conn, bank_id, ids)
 
+        await give_way()
         if len(pending) >= BULK_RETAIN_FACTS and not removed_facts:  # None (new documents) or 0
             await semantic_links.link_bulk(conn, services.pool, bank_id, ids, [p.row.embedding for p in pending],
                                            entities_and_other_links())
@@ -456,9 +462,12 @@ async def retain_items(
                 if progress:
                     await progress("writing", 0, len((await extraction).pending))
 
-            await _write(services, bank_id, plans, extraction, bool(config.get("store_document_text", True)),
-                         embedded, frozenset(group.key.lower() for group in groups), import_wait, claim,
-                         labels_need_vectors, on_written)
+            # A bulk retain's steps give way to the requests someone waits on (`engram.give_way`), a
+            # one-chunk retain's write among them (not its LLM call: nothing to give way to meanwhile).
+            with contextlib.nullcontext() if low else waited_on():
+                await _write(services, bank_id, plans, extraction, bool(config.get("store_document_text", True)),
+                             embedded, frozenset(group.key.lower() for group in groups), import_wait, claim,
+                             labels_need_vectors, on_written)
             extracted_facts = extraction.result()  # the write awaited it
             pending, usage = extracted_facts.pending, extracted_facts.usage
         finally:
