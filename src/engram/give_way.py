@@ -3,11 +3,11 @@
 `engram.cpu_priority` lowers the priority of the threads of a bulk or queued retain, but what it does on
 the event loop (its LLM calls' answers, its facts' parameters) and in PostgreSQL (its inserts, its
 links) shares the cores with a recall on equal terms: on two cores, with another client bulk-ingesting,
-a recall's p95 was 2.3-2.6 times its p95 alone. So a recall and a one-chunk retain mark themselves
-`waited_on()`, and low-priority work calls `give_way()` between its steps (before each chunk's
-extraction, each batch of facts written, the links): while a request is marked, it waits for the
-marked ones to end, for at most GIVE_WAY_MAX_S at each step, so a stream of requests slows it and never
-stops it. A step under way goes on (a statement is not interrupted).
+a recall's p95 was 2.5-2.8 times its p95 alone. So a recall and a one-chunk retain's write mark
+themselves `waited_on()`, and low-priority work calls `give_way()` between its steps (before each
+chunk's extraction, its transaction, each batch of facts written, the links): while a request is
+marked, it waits for the marked ones to end, for at most GIVE_WAY_MAX_S at each step, so a stream of
+requests slows it and never stops it. A step under way goes on (a statement is not interrupted).
 
 Marks and waits are per event loop; a request made by low-priority work (a consolidation's recall)
 marks nothing."""
@@ -37,7 +37,10 @@ _loops: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Loop] = weakref.We
 
 
 def _this_loop() -> _Loop:
-    return _loops.setdefault(asyncio.get_running_loop(), _Loop())
+    running = asyncio.get_running_loop()
+    if (loop := _loops.get(running)) is None:
+        loop = _loops[running] = _Loop()
+    return loop
 
 
 @contextlib.contextmanager

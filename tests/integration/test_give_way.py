@@ -38,20 +38,20 @@ async def test_a_low_priority_step_waits_for_the_marked_request_to_end() -> None
 
 async def test_a_low_priority_step_waits_at_most_the_limit(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(give_way, "GIVE_WAY_MAX_S", 0.01)
-    marked = asyncio.create_task(hold_mark(0.5))
+    marked = asyncio.create_task(hold_mark(2.0))
     await asyncio.sleep(0)
     started = time.monotonic()
     await low_priority_step([])
-    assert time.monotonic() - started < 0.25 and not marked.done(), "a long request slows the step, never stops it"
+    assert time.monotonic() - started < 1.0 and not marked.done(), "a long request slows the step, never stops it"
     await marked
 
 
 async def test_normal_priority_never_waits_and_low_priority_requests_mark_nothing() -> None:
-    marked = asyncio.create_task(hold_mark(0.5))
+    marked = asyncio.create_task(hold_mark(1.0))
     await asyncio.sleep(0)
     started = time.monotonic()
     await give_way.give_way()  # not at low priority
-    assert time.monotonic() - started < 0.1
+    assert time.monotonic() - started < 0.5
     await marked
     with cpu_priority.low_priority(), waited_on():  # a consolidation's recall, say
         assert give_way._this_loop().marked == 0
@@ -78,7 +78,7 @@ def test_a_bulk_retain_writes_once_the_marked_request_ends_and_a_one_item_retain
     monkeypatch.setattr(give_way, "GIVE_WAY_MAX_S", 30.0)  # so the wait ends when the request does
     with Memory(database_url=isolated_dsn) as memory:
         memory.retain("bulk", "Warm-up: the store opens and the model loads before the marks.")
-        marked = memory._submit(hold_mark(1.5))  # on the library's event loop, as a recall would be
+        marked = memory._submit(hold_mark(3.0))  # on the library's event loop, as a recall would be
         time.sleep(0.1)
         memory.retain("bulk", "Omar repairs bicycles in the shed.")  # one chunk: someone waits on it
         assert not marked.done(), "a one-item retain does not give way"
