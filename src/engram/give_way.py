@@ -3,7 +3,7 @@
 `engram.cpu_priority` lowers the priority of the threads of a bulk or queued retain, but what it does on
 the event loop (its LLM calls' answers, its facts' parameters) and in PostgreSQL (its inserts, its
 links) shares the cores with a recall on equal terms: on two cores, with another client bulk-ingesting,
-a recall's p95 was 2.5-2.8 times its p95 alone. So a recall and a one-chunk retain's write mark
+a recall's p95 was 2.5-3.1 times its p95 alone. So a recall and a one-chunk retain's write mark
 themselves `waited_on()`, and low-priority work calls `give_way()` between its steps (before each
 chunk's extraction, its transaction, each batch of facts written, the links): while a request is
 marked, it waits for the marked ones to end, for at most GIVE_WAY_MAX_S at each step, so a stream of

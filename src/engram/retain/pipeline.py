@@ -463,8 +463,9 @@ async def retain_items(
                     await progress("writing", 0, len((await extraction).pending))
 
             # A bulk retain's steps give way to the requests someone waits on (`engram.give_way`), a
-            # one-chunk retain's write among them (not its LLM call: nothing to give way to meanwhile).
-            with contextlib.nullcontext() if low else waited_on():
+            # one-chunk retain's write among them (not its LLM call: nothing to give way to meanwhile);
+            # at low priority (`low`, a queued retain) the block marks nothing.
+            with waited_on():
                 await _write(services, bank_id, plans, extraction, bool(config.get("store_document_text", True)),
                              embedded, frozenset(group.key.lower() for group in groups), import_wait, claim,
                              labels_need_vectors, on_written)
