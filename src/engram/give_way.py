@@ -11,8 +11,9 @@ requests slows it and never stops it. A step under way goes on (a statement is n
 
 The embedder's low-priority threads do the same before each run of the model
 (`give_way_on_this_thread`): niced, they still took a share of the cores and of their caches from the
-recall under way, whose p50 and p95 during another client's bulk ingest were 1.4-2.2 and 1.4-2.5 times
-those alone with the steps' waits only, 1.2-1.3 and 1.2-1.7 with these as well.
+recall under way. During another client's bulk ingest a recall's p50 and p95 were 1.5-2.2 and 2.2-2.5
+times those alone with the steps' waits only, 1.0-1.4 and 1.3-2.1 times with these as well
+(`bench/client_perf.py --llm`, five runs each).
 
 Marks and `give_way()` waits are per event loop; the threads' waits see the marks of every loop of the
 process. A request made by low-priority work (a consolidation's recall) marks nothing."""
