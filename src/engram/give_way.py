@@ -102,6 +102,7 @@ async def give_way() -> None:
 
 def give_way_on_this_thread() -> None:
     """On a low-priority thread (`engram.cpu_priority`), block while requests are marked, at most
-    GIVE_WAY_MAX_S; on any other thread, return at once."""
+    GIVE_WAY_MAX_S; on any other thread, return at once. The count is read without the lock: a change
+    racing with the read costs one run's wait or one run's going ahead, both bounded."""
     if _process.marked and on_a_low_priority_thread():
         _process.none_marked.wait(GIVE_WAY_MAX_S)

@@ -92,36 +92,38 @@ def test_a_bulk_retain_writes_once_the_marked_request_ends_and_a_one_item_retain
 TEXTS = ["Ada keeps bees on the roof of the mill.", "Omar repairs bicycles in the shed."]
 
 
-async def test_the_models_runs_for_low_priority_work_wait_for_the_marked_request(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
+@pytest.fixture
+def warm_model() -> Any:
+    """The embedder, loaded and warm before a test marks a request."""
     from engram.models.embedder import embedder
 
     model = embedder()
-    model.embed(TEXTS)  # loaded and warm before the mark
+    model.embed(TEXTS)
+    return model
+
+
+async def test_the_models_runs_for_low_priority_work_wait_for_the_marked_request(
+    monkeypatch: pytest.MonkeyPatch, warm_model: Any,
+) -> None:
     monkeypatch.setattr(give_way, "GIVE_WAY_MAX_S", 30.0)  # so the wait ends when the request does
     marked = asyncio.create_task(hold_mark(0.5))
     await asyncio.sleep(0)
     with cpu_priority.low_priority():  # a bulk retain's facts, on the embedder's low-priority threads
-        vectors = await cpu_priority.to_thread(model.embed, TEXTS)
+        vectors = await cpu_priority.to_thread(warm_model.embed, TEXTS)
     assert marked.done() and time.monotonic() >= marked.result(), "the model ran once the request had ended"
     assert vectors.shape == (2, 384)
 
 
 async def test_the_models_runs_wait_at_most_the_limit_and_never_at_normal_priority(
-    monkeypatch: pytest.MonkeyPatch,
+    monkeypatch: pytest.MonkeyPatch, warm_model: Any,
 ) -> None:
-    from engram.models.embedder import embedder
-
-    model = embedder()
-    model.embed(TEXTS)
     monkeypatch.setattr(give_way, "GIVE_WAY_MAX_S", 0.01)
     marked = asyncio.create_task(hold_mark(3.0))
     await asyncio.sleep(0)
     with cpu_priority.low_priority():
-        await cpu_priority.to_thread(model.embed, TEXTS)
+        await cpu_priority.to_thread(warm_model.embed, TEXTS)
     assert not marked.done(), "a long request slows the low-priority runs, never stops them"
     monkeypatch.setattr(give_way, "GIVE_WAY_MAX_S", 30.0)
-    await asyncio.to_thread(model.embed, TEXTS)  # a recall's or a one-item retain's: normal priority
+    await asyncio.to_thread(warm_model.embed, TEXTS)  # a recall's or a one-item retain's: normal priority
     assert not marked.done(), "a run at normal priority does not wait for the request"
     await marked
