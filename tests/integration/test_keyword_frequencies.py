@@ -1,10 +1,12 @@
 """The per-word fact counts of migration 022 and the postings of migration 024 stay exact through
 every way facts change, and the keyword arm that reads them ranks exactly as BM25 over every fact
-holding a query word, whether its plan leaves common words unread or not."""
+holding a query word, whether its plan leaves common words unread or not, or one pass reads every
+posting of the query's words."""
 
 from __future__ import annotations
 
 import asyncio
+import itertools
 import math
 import time
 
@@ -180,11 +182,13 @@ SENTENCES = (
 )
 
 
-@pytest.mark.parametrize("limit", [3, 10, 40])
-async def test_the_planned_arm_ranks_as_bm25_over_every_matching_fact(
-    http: httpx.Client, bank_id: str, pg_dsn: str, limit: int, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    readings: list[keyword_arm.FactsHolding] = []  # the facts each scoring query read
+QUERIES = ["tomato garden", "basil tomato garden", "garden", "tomato", "community garden blight", "walrus garden",
+           "walrus kayak garden", "heron kayak", "otter puffin lighthouse"]
+
+
+def recorded_readings(monkeypatch: pytest.MonkeyPatch) -> list[keyword_arm.FactsHolding]:
+    """The facts each of the plan's scoring queries reads, as the arm runs them."""
+    readings: list[keyword_arm.FactsHolding] = []
     real_score = keyword_arm.score
 
     async def counted_score(conn: asyncpg.Connection, scope: UnitFilter, plan: keyword_plan.KeywordPlan, n: int,
@@ -193,29 +197,47 @@ async def test_the_planned_arm_ranks_as_bm25_over_every_matching_fact(
         return await real_score(conn, scope, plan, n, reading)
 
     monkeypatch.setattr(keyword_arm, "score", counted_score)
+    return readings
+
+
+async def retained_sentences(http: httpx.Client, bank_id: str, conn: asyncpg.Connection) -> dict:
+    """SENTENCES retained into the bank; {id: (length, {lexeme: weights})} of its valid facts."""
     items = [{"content": text} for text in SENTENCES]
     assert http.post(f"/v1/default/banks/{bank_id}/memories", json={"items": items}).status_code == 200
-    scope = UnitFilter(bank_id, TYPES)
+    facts: dict = {}
+    for row in await conn.fetch(
+        "SELECT m.id, length(m.search) AS length, w.lexeme, w.weights FROM memory_units m"
+        " CROSS JOIN LATERAL unnest(m.search) w WHERE m.bank_id = $1 AND m.state = 'valid'", bank_id):
+        facts.setdefault(row["id"], (row["length"], {}))[1][row["lexeme"]] = list(row["weights"])
+    return facts
+
+
+async def assert_ranks_as_bm25(conn: asyncpg.Connection, bank_id: str, facts: dict, query: str, limit: int) -> None:
+    words = await keyword_frequencies.read_scope_words(conn, bank_id, TYPES, query)
+    plan = keyword_plan.plan(words, limit)
+    expected = reference_bm25(facts, plan.weights, plan.average_length)
+    best = sorted(expected.items(), key=lambda item: (-round(item[1], 9), str(item[0])))[:limit]
+    found = await keyword_arm.keyword(conn, UnitFilter(bank_id, TYPES), query, limit, None)
+    assert [unit_id for unit_id, _ in found] == [unit_id for unit_id, _ in best], query
+    assert all(math.isclose(a, b, abs_tol=1e-6) for (_, a), (_, b) in zip(found, best, strict=True))
+
+
+@pytest.mark.parametrize("limit", [3, 10, 40])
+async def test_the_planned_arm_ranks_as_bm25_over_every_matching_fact(
+    http: httpx.Client, bank_id: str, pg_dsn: str, limit: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(keyword_plan, "ONE_PASS_MAX_POSTINGS_PER_LOOKUP", 0)  # one pass would read this small bank
+    readings = recorded_readings(monkeypatch)
     conn = await asyncpg.connect(pg_dsn)
     try:
-        facts: dict = {}
-        for row in await conn.fetch(
-            "SELECT m.id, length(m.search) AS length, w.lexeme, w.weights FROM memory_units m"
-            " CROSS JOIN LATERAL unnest(m.search) w WHERE m.bank_id = $1 AND m.state = 'valid'", bank_id):
-            facts.setdefault(row["id"], (row["length"], {}))[1][row["lexeme"]] = list(row["weights"])
+        facts = await retained_sentences(http, bank_id, conn)
         skipped_any, passes, readings_of = False, {}, {}
-        for query in ["tomato garden", "basil tomato garden", "garden", "tomato", "community garden blight",
-                      "walrus garden", "walrus kayak garden", "heron kayak", "otter puffin lighthouse"]:
+        for query in QUERIES:
             words = await keyword_frequencies.read_scope_words(conn, bank_id, TYPES, query)
-            plan = keyword_plan.plan(words, limit)
-            skipped_any |= plan.skips
-            expected = reference_bm25(facts, plan.weights, plan.average_length)
-            best = sorted(expected.items(), key=lambda item: (-round(item[1], 9), str(item[0])))[:limit]
+            skipped_any |= keyword_plan.plan(words, limit).skips
             readings.clear()
-            found = await keyword_arm.keyword(conn, scope, query, limit, None)
+            await assert_ranks_as_bm25(conn, bank_id, facts, query, limit)
             passes[query], readings_of[query] = len(readings), list(readings)
-            assert [unit_id for unit_id, _ in found] == [unit_id for unit_id, _ in best], query
-            assert all(math.isclose(a, b, abs_tol=1e-6) for (_, a), (_, b) in zip(found, best, strict=True))
         assert skipped_any == (limit < 40), "the common word goes unread when the rarer words fill the list"
         if limit == 3:
             # The walrus facts are long: their scores do not beat what kayak and garden could add, and
@@ -226,6 +248,26 @@ async def test_the_planned_arm_ranks_as_bm25_over_every_matching_fact(
                 holding(any_of=["walrus"]), holding(combination=[("kayak",)], none_of=["walrus"])], "each fact once"
             assert readings_of["otter puffin lighthouse"] == [
                 holding(any_of=["otter"]), holding(combination=[("lighthous", "puffin")], none_of=["otter"])]
+    finally:
+        await conn.close()
+
+
+@pytest.mark.parametrize("merged_from", [0, 10**9], ids=["merged", "hashed"])
+async def test_one_pass_over_every_posting_ranks_as_bm25_over_every_matching_fact(
+    http: httpx.Client, bank_id: str, pg_dsn: str, merged_from: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Every posting of the query's words read at once, each fact's parts summed as the merged scans
+    # stream by (from MERGED_FROM_POSTINGS postings) or in a hash table (below): the plan never reads.
+    monkeypatch.setattr(keyword_plan, "ONE_PASS_MAX_POSTINGS_PER_LOOKUP", 10**9)
+    monkeypatch.setattr(keyword_arm, "MERGED_FROM_POSTINGS", merged_from)
+    readings = recorded_readings(monkeypatch)
+    conn = await asyncpg.connect(pg_dsn)
+    try:
+        facts = await retained_sentences(http, bank_id, conn)
+        for query, limit in itertools.product(QUERIES, [3, 10, 40]):
+            await assert_ranks_as_bm25(conn, bank_id, facts, query, limit)
+        assert readings == [], "one pass, not the plan's readings"
+        assert await conn.fetchval("SHOW enable_hashagg") == "on", "the setting ends with its transaction"
     finally:
         await conn.close()
 

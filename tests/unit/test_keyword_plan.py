@@ -89,3 +89,20 @@ def test_many_skipped_words_are_read_one_by_one() -> None:
     planned = plan(scope(**many, rare=400), limit=3)
     assert planned.skipped == MAX_COMBINED_WORDS + 1
     assert planned.combinations_to_read([9.0, 8.0, 0.0], limit=3) == [(w,) for w in sorted(many)]
+
+
+def test_one_pass_reads_every_posting_unless_the_skipped_words_postings_dwarf_the_first_readings_lookups() -> None:
+    # ines is read: 350 facts, each looked up for three words (1,050 lookups); the three words' postings
+    # are 2,250, within three times that, so one pass reads them all.
+    assert plan(scope(work=1_500, costa=400, ines=350), limit=300).reads_every_posting(fact_types=3)
+    # With work in 4,000 of the 10,000 facts the postings (4,750) outnumber the lookups over three to one.
+    assert not plan(scope(work=4_000, costa=400, ines=350), limit=300).reads_every_posting(fact_types=3)
+    # Every word read (nothing skipped): one pass, whatever the counts.
+    assert plan(scope(work=4_000, ines=250), limit=300).reads_every_posting(fact_types=3)
+
+
+def test_one_pass_is_not_taken_for_more_scans_than_it_saves() -> None:
+    many = {f"w{n}": 20 for n in range(22)}  # every word read: one pass would be the cheaper, but for its scans
+    assert plan(scope(**many), limit=300).reads_every_posting(fact_types=2)  # 44 scans
+    assert not plan(scope(**many), limit=300).reads_every_posting(fact_types=3)  # 66 scans
+    assert not plan(scope(), limit=300).reads_every_posting(fact_types=3), "no word: nothing to read"
