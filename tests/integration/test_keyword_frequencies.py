@@ -266,6 +266,9 @@ async def test_one_pass_over_every_posting_ranks_as_bm25_over_every_matching_fac
         facts = await retained_sentences(http, bank_id, conn)
         for query, limit in itertools.product(QUERIES, [3, 10, 40]):
             await assert_ranks_as_bm25(conn, bank_id, facts, query, limit)
+        repeated = UnitFilter(bank_id, TYPES + TYPES[:1])  # a type named twice is scanned once
+        assert (await keyword_arm.keyword(conn, repeated, "tomato garden", 10, None)
+                == await keyword_arm.keyword(conn, UnitFilter(bank_id, TYPES), "tomato garden", 10, None))
         assert readings == [], "one pass, not the plan's readings"
         assert await conn.fetchval("SHOW enable_hashagg") == "on", "the setting ends with its transaction"
     finally:

@@ -85,7 +85,7 @@ async def _planned(conn: asyncpg.Connection, scope: UnitFilter, query: str, limi
     plan = keyword_plan.plan(words, limit)
     if not plan.weights:
         return []
-    if plan.reads_every_posting(len(scope.fact_types)):
+    if plan.reads_every_posting(len(set(scope.fact_types))):
         return await score_every_posting(conn, scope, plan, limit)
     ranked = await score(conn, scope, plan, limit, FactsHolding(any_of=plan.read))
     scores = [rank for _, rank in ranked]
@@ -139,7 +139,7 @@ async def score_every_posting(conn: asyncpg.Connection, scope: UnitFilter, plan:
     lead, dated = params.add(LEAD_IN_WEIGHT), params.add(DATE_WEIGHT)
     average_length = params.add(plan.average_length)
     tf = f"(in_fact + {lead}::float8 * in_lead_in + {dated}::float8 * in_date)"
-    fact_types = [params.add(fact_type) for fact_type in scope.fact_types]
+    fact_types = [params.add(fact_type) for fact_type in dict.fromkeys(scope.fact_types)]  # a repeat would count twice
     scans = []
     for lexeme, weight in plan.weights.items():
         word, part = params.add(lexeme), _bm25_part(f"{params.add(weight)}::float8", tf, "fact_length",
