@@ -147,14 +147,17 @@ async def score_every_posting(conn: asyncpg.Connection, scope: UnitFilter, plan:
         scans += [f"""(SELECT unit_id, {part} AS part FROM keyword_postings
                        WHERE bank_id = {bank} AND lexeme = {word}::text AND fact_type = {fact_type}::text
                        ORDER BY unit_id)""" for fact_type in fact_types]
+    merged = sum(plan.postings.values()) >= MERGED_FROM_POSTINGS
+    # Each way has a text of its own: a plan PostgreSQL caches for a prepared statement is not made
+    # again when a setting changes, so one cached with hashing allowed would serve the merged way too.
     statement = f"""
         SELECT unit_id AS id, {rounded_score("sum(part)")} AS rank
         FROM ({" UNION ALL ".join(scans)}) postings
-        GROUP BY unit_id
+        GROUP BY unit_id  -- {"summed in fact order" if merged else "summed in a hash table"}
         ORDER BY rank DESC, unit_id
         LIMIT {params.add(limit)}
         """
-    if sum(plan.postings.values()) < MERGED_FROM_POSTINGS:
+    if not merged:
         return await fetch_ranking(conn, statement, *params.values, score="rank")
     async with conn.transaction():
         await conn.execute("SET LOCAL enable_hashagg = off")
