@@ -56,6 +56,12 @@ def _term_frequency(params: SqlParams) -> str:
             f" + {dated}::float8 * cardinality(array_positions(u.weights, 'C'))")
 
 
+def _posting_tf(params: SqlParams) -> str:
+    """A posting's weighted term frequency: its occurrences in the fact, in its lead-in and in its date."""
+    lead, dated = params.add(LEAD_IN_WEIGHT), params.add(DATE_WEIGHT)
+    return f"in_fact + {lead}::float8 * in_lead_in + {dated}::float8 * in_date"
+
+
 def _bm25_part(weight: str, tf: str, length: str, average_length: str) -> str:
     """One word's part of a fact's BM25 score, in float arithmetic (B times an integer length was a
     numeric product, as exact and slower)."""
@@ -136,9 +142,8 @@ async def score_every_posting(conn: asyncpg.Connection, scope: UnitFilter, plan:
     MERGED_FROM_POSTINGS postings (below, the transaction that setting needs costs more than it saves)."""
     params = SqlParams()
     bank = params.add(scope.bank_id)
-    lead, dated = params.add(LEAD_IN_WEIGHT), params.add(DATE_WEIGHT)
     average_length = params.add(plan.average_length)
-    tf = f"(in_fact + {lead}::float8 * in_lead_in + {dated}::float8 * in_date)"
+    tf = f"({_posting_tf(params)})"
     fact_types = [params.add(fact_type) for fact_type in dict.fromkeys(scope.fact_types)]  # a repeat would count twice
     scans = []
     for lexeme, weight in plan.weights.items():
@@ -174,7 +179,6 @@ async def score(
     params = SqlParams()
     bank, types = params.add(scope.bank_id), params.add(scope.fact_types)
     lexemes, weights = params.add(list(plan.weights)), params.add(list(plan.weights.values()))
-    lead, dated = params.add(LEAD_IN_WEIGHT), params.add(DATE_WEIGHT)
     average_length = params.add(plan.average_length)
     return await fetch_ranking(
         conn,
@@ -189,7 +193,7 @@ async def score(
                    -- could turn into a loop over them for each posting (as it did in a bank its
                    -- statistics did not know: postings times facts, 20 ms at 3,000 facts)
             SELECT unit_id AS id, lexeme, fact_length AS doc_length,
-                   in_fact + {lead}::float8 * in_lead_in + {dated}::float8 * in_date AS tf
+                   {_posting_tf(params)} AS tf
             FROM postings WHERE unit_id = ANY((SELECT array_agg(unit_id) FROM read)::uuid[])
         )
         SELECT h.id, {_bm25("w.weight", f"{average_length}::float8")} AS rank
