@@ -2,13 +2,16 @@
 EXACT_SEARCH_MAX_FACTS facts, the HNSW index beyond (exhaustive on a bank this small), and either
 way with the scope counted in the query when the caller does not know its size. Below the threshold
 the recall never takes the index's way, so without this a broken one would show only at scale.
-The facts' own vectors and their sentences' are searched apart, on one connection or two; a fact
-scores its best vector either way, and its vector stays in its row however long the row."""
+The facts' own vectors and their sentences' are searched apart, on one connection or two (the facts'
+own in two halves of the table from a few thousand facts); a fact scores its best vector either way,
+and its vector stays in its row however long the row."""
 
 from __future__ import annotations
 
+import contextlib
 import math
 import uuid
+from collections.abc import AsyncIterator
 
 import asyncpg
 import httpx
@@ -16,7 +19,7 @@ import numpy as np
 import pytest
 
 from engram.models.embedder import embed_query
-from engram.recall import arms
+from engram.recall import arms, page_halves
 from engram.recall.filters import UnitFilter
 from engram.recall.pipeline import ALL_TYPES
 from engram.store.pool import SESSION_SETTINGS, _init_connection
@@ -70,6 +73,19 @@ async def test_exact_and_indexed_searches_rank_the_scope_alike(
         assert [round(score, 5) for _, score in found] == [round(score, 5) for _, score in exact]
 
 
+@contextlib.asynccontextmanager
+async def two_connections(dsn: str) -> AsyncIterator[list[asyncpg.Connection]]:
+    """Two connections set up as the pool sets up its own (a recall's and its spare)."""
+    conns = [await asyncpg.connect(dsn, server_settings=SESSION_SETTINGS) for _ in range(2)]
+    try:
+        for conn in conns:
+            await _init_connection(conn)
+        yield conns
+    finally:
+        for conn in conns:
+            await conn.close()
+
+
 CONVERSATION = "\n".join([  # turns of several sentences: each is one fact with a vector per sentence
     "Mira: I keep bees on the roof of my school. Last week I also fixed my old bicycle.",
     "Tomas: I restored a wooden sailing boat. My sister painted the hull blue.",
@@ -98,10 +114,7 @@ async def test_its_two_tables_searched_on_two_connections_rank_as_their_best_vec
     else:
         scope = UnitFilter(bank_id, ALL_TYPES)
     query = embed_query("Who repaired a bicycle?")
-    conns = [await asyncpg.connect(pg_dsn, server_settings=SESSION_SETTINGS) for _ in range(2)]
-    try:
-        for conn in conns:
-            await _init_connection(conn)
+    async with two_connections(pg_dsn) as conns:
         karl = await conns[0].fetchval("SELECT id FROM memory_units WHERE bank_id = $1 AND text LIKE 'Karl:%'", bank_id)
         if outside == "invalidated":
             response = http.patch(f"/v1/default/banks/{bank_id}/memories/{karl}",
@@ -115,9 +128,6 @@ async def test_its_two_tables_searched_on_two_connections_rank_as_their_best_vec
             "SELECT unit_id, embedding FROM memory_unit_sentences WHERE bank_id = $1", bank_id)]
         texts = {row["id"]: row["text"] for row in await conns[0].fetch(
             "SELECT id, text FROM memory_units WHERE bank_id = $1", bank_id)}
-    finally:
-        for conn in conns:
-            await conn.close()
 
     def similarity(vector: np.ndarray) -> float:
         return float(np.dot(vector, query) / (np.linalg.norm(vector) * np.linalg.norm(query)))
@@ -138,6 +148,40 @@ async def test_its_two_tables_searched_on_two_connections_rank_as_their_best_vec
     top = {unit for unit, _ in on_two}
     assert any(best_sentence.get(u, -1.0) > best_own[u] for u in top), "some found by a sentence"
     assert any(best_own[u] > best_sentence.get(u, -1.0) for u in top), "and some by their own vector"
+
+
+async def test_the_facts_own_vectors_read_in_two_halves_of_the_table_rank_as_one_search(
+    http: httpx.Client, bank_id: str, pg_dsn: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """From `page_halves.HALVES_MIN_FACTS` facts in scope (lowered here) the exact search reads the
+    facts' own vectors in two halves of the table, cut at a page, beside the sentences' vectors, on
+    two connections: each fact is in one half, so the arm ranks as one statement over the whole. The
+    cut is chosen here so that the best facts lie on both sides of it."""
+    for content in (CONVERSATION, *FACTS):
+        response = http.post(f"/v1/default/banks/{bank_id}/memories", json={"items": [{"content": content}]})
+        assert response.status_code == 200, response.text
+    scope = UnitFilter(bank_id, ALL_TYPES)
+    query = embed_query("Who fixed or restored something old?")
+    async with two_connections(pg_dsn) as conns:
+        size = await conns[0].fetchval("SELECT count(*) FROM memory_units WHERE bank_id = $1", bank_id)
+        whole = await arms.semantic(conns[0], scope, query, 6, 0.0, size)  # one statement a table
+        pages = {row["id"]: row["page"] for row in await conns[0].fetch(
+            "SELECT id, (ctid::text::point)[0]::int AS page FROM memory_units WHERE bank_id = $1", bank_id)}
+        best_pages = sorted({pages[unit] for unit, _ in whole})
+        assert len(best_pages) > 1, "the best facts lie on more than one page"
+        cuts: list[int] = []
+
+        async def cut_after_the_first_best_page(conn: asyncpg.Connection) -> int:
+            cuts.append(best_pages[1])
+            return best_pages[1]
+
+        monkeypatch.setattr(page_halves, "middle_page", cut_after_the_first_best_page)
+        monkeypatch.setattr(page_halves, "HALVES_MIN_FACTS", 1)
+        in_halves = await arms.semantic(conns[0], scope, query, 6, 0.0, size, spare=conns[1])
+
+    assert cuts == [best_pages[1]], "the search was cut in two halves"
+    assert len(whole) == 6 < size
+    assert in_halves == whole
 
 
 async def test_a_long_turns_vector_and_text_stay_in_its_row(http: httpx.Client, bank_id: str, pg_dsn: str) -> None:

@@ -10,8 +10,9 @@ from typing import Any
 import asyncpg
 import numpy as np
 
+from engram.recall import page_halves
 from engram.recall.filters import UnitFilter
-from engram.store.spare import together
+from engram.store.spare import each_when_free, together
 from engram.store.sql import SqlParams
 from engram.store.vector_index import indexed_distance
 
@@ -84,9 +85,19 @@ async def semantic(
     The facts' own vectors and their sentences' are searched by two statements, at once when `spare`
     (a second connection) is given: in a bank of conversation turns each is a good part of the arm's
     time (at the 4,124 facts and 10,586 sentences of the LoCoMo conversations, ~3 and ~11 ms), and
-    the recall waits for this arm with little else running."""
+    the recall waits for this arm with little else running. An exact search of at least
+    `page_halves.HALVES_MIN_FACTS` facts reads the facts' own vectors in two halves of the table
+    (`engram.recall.page_halves`), so the three parts go to whichever of the two connections is free
+    first: the sentences' part is long in a bank of conversation turns and empty in most others."""
     if spare is None:
         parts = [await semantic_side(conn, scope, query_vector, limit, side, scope_size) for side in SEMANTIC_SIDES]
+    elif scope_size is not None and page_halves.HALVES_MIN_FACTS <= scope_size <= EXACT_SEARCH_MAX_FACTS:
+        first, second = page_halves.halves(await page_halves.middle_page(conn))
+        parts = await each_when_free(conn, spare, [
+            lambda on: semantic_side(on, scope, query_vector, limit, "memory_units", scope_size, first),
+            lambda on: semantic_side(on, scope, query_vector, limit, "memory_unit_sentences", scope_size),
+            lambda on: semantic_side(on, scope, query_vector, limit, "memory_units", scope_size, second),
+        ])
     else:
         parts = await together(*(semantic_side(on, scope, query_vector, limit, side, scope_size)
                                  for on, side in zip((conn, spare), SEMANTIC_SIDES, strict=True)))
@@ -109,13 +120,16 @@ def _sees_every_fact_with_sentences(scope: UnitFilter) -> bool:
 
 async def semantic_side(
     conn: asyncpg.Connection, scope: UnitFilter, query_vector: np.ndarray, limit: int, side: str,
-    scope_size: int | None = None,
+    scope_size: int | None = None, half: page_halves.Half | None = None,
 ) -> Ranked:
     """The `limit` facts in scope most similar to the query by the vectors of `side` (one of
-    SEMANTIC_SIDES), best first, each with its best similarity, rounded; no floor."""
+    SEMANTIC_SIDES), best first, each with its best similarity, rounded; no floor. `half`: only the
+    facts in that half of the table (`page_halves.halves`; the facts' own vectors, searched exactly)."""
     params = SqlParams()
     vector = f"{params.add(query_vector)}::vector"
     where = scope.where(params)
+    if half is not None:
+        where += f" AND m.ctid {half[0]} {params.add(half[1])}::tid"
     limit_ref = params.add(limit)
     if scope_size is None:
         exact = f"(SELECT n FROM size) <= {EXACT_SEARCH_MAX_FACTS}"

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import asyncpg
@@ -41,6 +41,32 @@ async def together(*steps: Awaitable[Any]) -> list[Any]:
     """The results of `steps`, awaited at once, or the first failure raised once all have ended (so
     that the connections they use are free again when the caller hears of it)."""
     return results_or_first_failure(await asyncio.gather(*steps, return_exceptions=True))
+
+
+async def each_when_free(
+    first: asyncpg.Connection, second: asyncpg.Connection,
+    steps: list[Callable[[asyncpg.Connection], Awaitable[Any]]],
+) -> list[Any]:
+    """The results of `steps` (each given the connection it runs on), in their order: `first` takes
+    the first step, `second` the second, and each connection the next one left once it is free. After
+    a failure neither takes another; the failure is raised once both are idle again (`together`)."""
+    results: list[Any] = [None] * len(steps)
+    left = iter(enumerate(steps))  # shared: each connection takes the next step when it is free
+    failed = False
+
+    async def take_steps(conn: asyncpg.Connection) -> None:
+        nonlocal failed
+        for index, step in left:
+            if failed:
+                return
+            try:
+                results[index] = await step(conn)
+            except BaseException:
+                failed = True
+                raise
+
+    await together(take_steps(first), take_steps(second))
+    return results
 
 
 def results_or_first_failure(outcomes: list[Any]) -> list[Any]:
