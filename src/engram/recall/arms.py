@@ -12,7 +12,7 @@ import numpy as np
 
 from engram.recall import page_halves
 from engram.recall.filters import UnitFilter
-from engram.store.spare import each_when_free, together
+from engram.store.spare import each_when_free
 from engram.store.sql import SqlParams
 from engram.store.vector_index import indexed_distance
 
@@ -91,16 +91,16 @@ async def semantic(
     first: the sentences' part is long in a bank of conversation turns and empty in most others."""
     if spare is None:
         parts = [await semantic_side(conn, scope, query_vector, limit, side, scope_size) for side in SEMANTIC_SIDES]
-    elif scope_size is not None and page_halves.HALVES_MIN_FACTS <= scope_size <= EXACT_SEARCH_MAX_FACTS:
-        first, second = page_halves.halves(await page_halves.middle_page(conn))
-        parts = await each_when_free(conn, spare, [
-            lambda on: semantic_side(on, scope, query_vector, limit, "memory_units", scope_size, first),
-            lambda on: semantic_side(on, scope, query_vector, limit, "memory_unit_sentences", scope_size),
-            lambda on: semantic_side(on, scope, query_vector, limit, "memory_units", scope_size, second),
-        ])
     else:
-        parts = await together(*(semantic_side(on, scope, query_vector, limit, side, scope_size)
-                                 for on, side in zip((conn, spare), SEMANTIC_SIDES, strict=True)))
+        def search(side: str, half: page_halves.Half | None = None) -> Any:
+            return lambda on: semantic_side(on, scope, query_vector, limit, side, scope_size, half)
+
+        own, sentences = SEMANTIC_SIDES
+        steps = [search(own), search(sentences)]
+        if scope_size is not None and page_halves.HALVES_MIN_FACTS <= scope_size <= EXACT_SEARCH_MAX_FACTS:
+            first, second = page_halves.halves(await page_halves.middle_page(conn))
+            steps = [search(own, first), search(sentences), search(own, second)]
+        parts = await each_when_free(conn, spare, steps)
     found = best_of_parts(parts, limit)
     if min_similarity is None:
         min_similarity = default_floor(found[0][1]) if found else 0.0
